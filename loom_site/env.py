@@ -1,0 +1,82 @@
+"""Strict parsing of environment settings.
+
+A typo in a setting must stop the boot with the setting's name, not run on a
+silent default: `LOOM_X=ture` is an error, not `False`.
+"""
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return value.strip()
+
+
+def string(name: str, default: str = "") -> str:
+    value = _raw(name)
+    return default if value is None else value
+
+
+def boolean(name: str, default: bool) -> bool:
+    value = _raw(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true or false)")
+
+
+def integer(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    _check_range(name, number, minimum, maximum)
+    return number
+
+
+def number(name: str, default: float, minimum: float | None = None, maximum: float | None = None) -> float:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if parsed != parsed or parsed in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a finite number")
+    _check_range(name, parsed, minimum, maximum)
+    return parsed
+
+
+def choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = string(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}")
+    return value
+
+
+def strings(name: str, default: tuple[str, ...] = ()) -> list[str]:
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _check_range(name, value, minimum, maximum):
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")

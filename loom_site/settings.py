@@ -1,0 +1,152 @@
+"""Django settings for Loom Recall.
+
+Every deployment setting is read here, once, from the environment (strictly:
+see loom_site/env.py). The README lists them all.
+"""
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from loom_site import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.string("LOOM_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """LOOM_SECRET_KEY, else one generated once and kept in var/ (dev installs)."""
+    configured = env.string("LOOM_SECRET_KEY")
+    if configured:
+        return configured
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env.boolean("LOOM_DEBUG", False)
+ALLOWED_HOSTS = env.strings("LOOM_ALLOWED_HOSTS", ("127.0.0.1", "localhost", "[::1]"))
+CSRF_TRUSTED_ORIGINS = env.strings("LOOM_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "tenancy",
+    "retrieval",
+    "memories",
+    "recall",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "loom_site.urls"
+WSGI_APPLICATION = "loom_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Django's own tables (users, sessions, orgs, tokens). Memory data never goes here.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env.string("DATABASE_URL", f"sqlite:///{VAR_DIR / 'loom.sqlite3'}"), conn_max_age=60
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Serve straight from the app's static folders: no collectstatic step, no CDN.
+WHITENOISE_USE_FINDERS = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [],
+    "EXCEPTION_HANDLER": "memories.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Loom Recall API",
+    "DESCRIPTION": "Memory retrieval for AI agents: POST /v1/<op> with a Bearer token.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.string("LOOM_LOG_LEVEL", "INFO")},
+}
+
+# --- ClickHouse -------------------------------------------------------------
+# Embedded chDB in LOOM_DATA_DIR unless LOOM_CLICKHOUSE_URL names a server.
+LOOM_DATA_DIR = env.string("LOOM_DATA_DIR", str(VAR_DIR / "clickhouse"))
+LOOM_CLICKHOUSE_URL = env.string("LOOM_CLICKHOUSE_URL")
+LOOM_CLICKHOUSE_DATABASE = env.string("LOOM_CLICKHOUSE_DATABASE", "loom")
+
+# --- Requests and the write path --------------------------------------------
+LOOM_REQUEST_MAX_BYTES = env.integer("LOOM_REQUEST_MAX_BYTES", 36 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = LOOM_REQUEST_MAX_BYTES
+LOOM_MEMORY_VALUE_MAX_BYTES = env.integer("LOOM_MEMORY_VALUE_MAX_BYTES", 64 * 1024, minimum=1)
+# The first part of a value that is embedded on the row itself; the rest is
+# reachable through chunks.
+LOOM_MEMORY_EMBED_HEAD_CHARS = env.integer("LOOM_MEMORY_EMBED_HEAD_CHARS", 2000, minimum=64)
+LOOM_MEMORY_CHUNK_CHARS = env.integer("LOOM_MEMORY_CHUNK_CHARS", 1000, minimum=64)
+LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer("LOOM_MEMORY_CHUNK_OVERLAP_CHARS", 150, minimum=0)
+
+# --- Providers ---------------------------------------------------------------
+LOOM_EMBEDDING_MODEL = env.string("LOOM_EMBEDDING_MODEL", "fake-ngram-384")
+LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memories.views import UnknownOp
+
+urlpatterns = [
+    path("", include("memories.urls")),
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/<path:op>", UnknownOp.as_view()),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from memories import views
+
+OPS = [
+    views.MemorySet,
+    views.MemoryGet,
+    views.MemoryBulkGet,
+    views.MemoryList,
+    views.MemoryDelete,
+    views.NamespaceRegister,
+]
+
+urlpatterns = [path(f"v1/{view.op}", view.as_view()) for view in OPS] + [
+    path("v1/health", views.Health.as_view()),
+]

@@ -1,0 +1,203 @@
+"""The /v1 ops. Each view names its op, the role it needs, and its serializers;
+`OpView.post` does the rest the same way for all of them: read the JSON body,
+validate it, authorize the (org, namespace) it addresses, run, answer.
+"""
+
+import json
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from rest_framework import permissions
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories import inputs, outputs
+from memories.errors import ApiError, error_response
+from retrieval import health, namespaces, reads, write
+from tenancy.access import Scope, authorize
+from tenancy.roles import Role
+
+
+class HasToken(permissions.BasePermission):
+    def has_permission(self, request, view):
+        if request.auth is None:
+            raise NotAuthenticated()
+        return True
+
+
+class OpSchema(AutoSchema):
+    """Documents each op from the serializers its view declares."""
+
+    def get_request_serializer(self):
+        return self.view.request_serializer
+
+    def get_response_serializers(self):
+        return self.view.response_serializer
+
+    def get_operation_id(self):
+        return self.view.op
+
+    def get_tags(self):
+        return [self.view.op.split(".")[0]]
+
+
+def read_json(request) -> dict:
+    """The body as a JSON object, whatever Content-Type says (curl -d sends a form type)."""
+    raw = request._request.body  # raises RequestDataTooBig past LOOM_REQUEST_MAX_BYTES
+    try:
+        body = json.loads(raw or b"{}", parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError("MALFORMED_JSON", f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError("BODY_NOT_OBJECT", "the body must be a JSON object")
+    return body
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class OpView(APIView):
+    op: str
+    role: Role = Role.VIEWER
+    request_serializer: type = inputs.OpInput
+    response_serializer: type = outputs.MemoryOut
+    permission_classes = [HasToken]
+    schema = OpSchema()
+
+    def post(self, request):
+        body = read_json(request)
+        data = self.validate(body)
+        scope = authorize(request.auth, data.pop("org", None), data.pop("namespace"), self.role)
+        return self.run(scope, data)
+
+    def validate(self, body: dict) -> dict:
+        serializer = self.request_serializer(data=body)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def run(self, scope: Scope, data: dict) -> Response:
+        raise NotImplementedError
+
+    def answer(self, payload, serializer=None, status=200) -> Response:
+        return Response((serializer or self.response_serializer)(payload).data, status=status)
+
+
+class MemorySet(OpView):
+    op = "memory.set"
+    role = Role.WRITER
+    request_serializer = PolymorphicProxySerializer(
+        component_name="MemorySetRequest",
+        serializers=[inputs.MemorySetOne, inputs.MemorySetBatch],
+        resource_type_field_name=None,
+    )
+    response_serializer = PolymorphicProxySerializer(
+        component_name="MemorySetResponse",
+        serializers=[outputs.WriteResultOut, outputs.MemorySetBatchOut],
+        resource_type_field_name=None,
+    )
+
+    def validate(self, body):
+        shape = inputs.MemorySetBatch if "items" in body else inputs.MemorySetOne
+        serializer = shape(data=body)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def run(self, scope, data):
+        agent, overwrite = data.pop("agent"), data.pop("overwrite_pinned")
+        batch = data.pop("items", None)
+        items = [write.MemoryInput(agent=agent, **dict(item)) for item in (batch or [data])]
+        results = write.set_memories(scope, items, overwrite_pinned=overwrite)
+        created = any(result.outcome == "created" for result in results)
+        if batch is None:
+            return self.answer(results[0], outputs.WriteResultOut, 201 if created else 200)
+        payload = {"items": results, "count": len(results)}
+        return self.answer(payload, outputs.MemorySetBatchOut, 201 if created else 200)
+
+
+class MemoryGet(OpView):
+    op = "memory.get"
+    request_serializer = inputs.MemoryGet
+    response_serializer = outputs.MemoryGetOut
+
+    def run(self, scope, data):
+        rows = reads.get(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
+        if not rows:
+            return error_response("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
+        payload = {**rows[0], "row_count": len(rows)}
+        if data["history"]:
+            payload["history"] = reads.history(scope, data["memory_key"])
+        return self.answer(payload)
+
+
+class MemoryBulkGet(OpView):
+    op = "memory.bulk_get"
+    request_serializer = inputs.MemoryBulkGet
+    response_serializer = outputs.MemoryBulkGetOut
+
+    def run(self, scope, data):
+        keys = list(dict.fromkeys(data["memory_keys"]))
+        found = reads.bulk_get(scope, keys)
+        return self.answer(
+            {"memories": [found[key] for key in keys if key in found], "missing": [k for k in keys if k not in found]}
+        )
+
+
+class MemoryList(OpView):
+    op = "memory.list"
+    request_serializer = inputs.MemoryList
+    response_serializer = outputs.MemoryListOut
+
+    def run(self, scope, data):
+        page = reads.list_keys(scope, **data)
+        return self.answer({"items": page.items, "next_cursor": page.next_cursor})
+
+
+class MemoryDelete(OpView):
+    op = "memory.delete"
+    role = Role.WRITER
+    request_serializer = inputs.MemoryDelete
+    response_serializer = outputs.MemoryDeleteOut
+
+    def run(self, scope, data):
+        deleted = write.delete_memory(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
+        return self.answer({"memory_key": data["memory_key"], "deleted": deleted})
+
+
+class NamespaceRegister(OpView):
+    op = "namespace.register"
+    role = Role.ADMIN
+    request_serializer = inputs.NamespaceRegister
+    response_serializer = outputs.NamespaceOut
+
+    def run(self, scope, data):
+        config, created = namespaces.register(scope, data)
+        return self.answer({**config.__dict__, "created": created}, status=201 if created else 200)
+
+
+class Health(APIView):
+    """ClickHouse reachability, the providers in use, and the problems list. No token needed."""
+
+    authentication_classes = []
+    permission_classes = []
+
+    @extend_schema(operation_id="health", responses={200: outputs.HealthOut, 503: outputs.HealthOut})
+    def get(self, request):
+        report = health.report()
+        body = outputs.HealthOut(report).data
+        if not report["clickhouse"]["ok"]:
+            body["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": report["clickhouse"]["error"]}
+            return Response(body, status=503)
+        return Response(body)
+
+
+class UnknownOp(APIView):
+    authentication_classes = []
+    permission_classes = []
+    schema = None
+
+    def post(self, request, op):
+        return error_response("UNKNOWN_OP", f"there is no op {op!r}; see /v1/docs for the list")
+
+    get = put = patch = delete = post

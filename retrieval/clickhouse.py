@@ -1,0 +1,151 @@
+"""The one execution path to ClickHouse.
+
+Every statement the service runs goes through `query`, `insert` or `command`.
+Values are always bound as typed server-side parameters (`{org:String}`);
+identifiers come only from code. The engine is embedded chDB in
+LOOM_DATA_DIR unless LOOM_CLICKHOUSE_URL names a server; either way the
+client is clickhouse-connect, opened lazily (after Django's autoreloader has
+forked) and shared by the process's threads.
+"""
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import clickhouse_connect
+from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ClickHouseUnavailable(Exception):
+    """ClickHouse cannot be reached (server down, data directory held by another process)."""
+
+
+class ClickHouseError(Exception):
+    """ClickHouse refused a statement: a bug on our side, never the caller's input."""
+
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+_target: str | None = None
+
+
+def target() -> str:
+    """Where statements go: a chdb:// DSN or the server URL."""
+    if _target:
+        return _target
+    if settings.LOOM_CLICKHOUSE_URL:
+        return settings.LOOM_CLICKHOUSE_URL
+    return f"chdb://{settings.LOOM_DATA_DIR}"
+
+
+def use(dsn: str | None) -> str | None:
+    """Point this process at another engine (tests run every op on both); returns the previous."""
+    global _target
+    previous, _target = _target, dsn
+    return previous
+
+
+def backend() -> str:
+    return "embedded" if target().startswith("chdb://") else "server"
+
+
+def database() -> str:
+    name = settings.LOOM_CLICKHOUSE_DATABASE
+    if not _IDENTIFIER.match(name):
+        raise ClickHouseError(f"LOOM_CLICKHOUSE_DATABASE={name!r} is not a plain identifier")
+    return name
+
+
+def _connect(dsn: str):
+    try:
+        if dsn.startswith("chdb://"):
+            client = clickhouse_connect.get_client(dsn=dsn)
+        else:
+            client = clickhouse_connect.get_client(
+                dsn=dsn,
+                # One client serves many threads; a server session would serialise them.
+                autogenerate_session_id=False,
+                connect_timeout=5,
+                send_receive_timeout=60,
+            )
+    except ProgrammingError as exc:
+        if "Cannot lock file" in str(exc) or "Another server instance" in str(exc):
+            raise ClickHouseUnavailable(
+                f"The ClickHouse data directory {dsn.removeprefix('chdb://')} is in use by another "
+                "process (is `make run` serving it?). Stop that process first, or set "
+                "LOOM_CLICKHOUSE_URL to share a ClickHouse server."
+            ) from None
+        raise ClickHouseUnavailable(f"Cannot open the embedded ClickHouse engine: {exc}") from None
+    except (OperationalError, OSError) as exc:
+        raise ClickHouseUnavailable(f"Cannot reach ClickHouse at {_redact(dsn)}: {exc}") from None
+    client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
+    client.database = database()
+    return client
+
+
+def client():
+    dsn = target()
+    found = _clients.get(dsn)
+    if found is not None:
+        return found
+    with _lock:
+        if dsn not in _clients:
+            _clients[dsn] = _connect(dsn)
+        return _clients[dsn]
+
+
+def _run(method: str, *args, **kwargs):
+    try:
+        return getattr(client(), method)(*args, **kwargs)
+    except OperationalError as exc:
+        raise ClickHouseUnavailable(f"ClickHouse is unavailable: {exc}") from None
+    except DatabaseError as exc:
+        log.error("ClickHouse refused a statement: %s", exc)
+        raise ClickHouseError(str(exc)) from None
+
+
+def query(sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Rows as dicts, column name to value."""
+    result = _run("query", sql, parameters=params or {})
+    names = result.column_names
+    return [dict(zip(names, row)) for row in result.result_rows]
+
+
+def query_rows(sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+    return list(_run("query", sql, parameters=params or {}).result_rows)
+
+
+def query_value(sql: str, params: dict[str, Any] | None = None):
+    rows = query_rows(sql, params)
+    return rows[0][0] if rows else None
+
+
+def insert(table: str, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None) -> int:
+    """Insert dict rows; columns default to the first row's keys. Returns the row count."""
+    rows = list(rows)
+    if not rows:
+        return 0
+    columns = list(columns or rows[0].keys())
+    data = [[row[name] for name in columns] for row in rows]
+    _run("insert", table, data, column_names=columns)
+    return len(rows)
+
+
+def command(sql: str, params: dict[str, Any] | None = None):
+    return _run("command", sql, parameters=params or {})
+
+
+def ping() -> str:
+    """The engine's version; raises ClickHouseUnavailable when it cannot answer."""
+    return str(query_value("SELECT version()"))
+
+
+def _redact(dsn: str) -> str:
+    return re.sub(r"//[^@/]*@", "//***@", dsn)

@@ -1,0 +1,2 @@
+# Memory data lives in ClickHouse (retrieval/schema/), never in Django's database.
+# This module exists so Django sends this app its post_migrate signal.

@@ -1,0 +1,34 @@
+"""Lexical terms: lowercased word tokens, stemmed in Python.
+
+The embedded engine has no `stem()`, so terms are stemmed here at write time
+and at query time with the same function, and stored stemmed.
+"""
+
+import re
+from collections import Counter
+
+import Stemmer
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Key parts: split on anything not a letter or digit, and at camelCase humps.
+_KEY_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_stemmer = Stemmer.Stemmer("english")
+
+
+def tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def stems(words: list[str]) -> list[str]:
+    return _stemmer.stemWords(words)
+
+
+def value_terms(text: str) -> Counter:
+    """Stemmed term frequencies of a value."""
+    return Counter(stems(tokens(text)))
+
+
+def key_terms(key: str) -> Counter:
+    """Stemmed parts of a memory key: `user.preferredEditor` -> user, prefer, editor."""
+    parts = [part.lower() for part in _KEY_PART.findall(key)]
+    return Counter(stems(parts))

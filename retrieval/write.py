@@ -1,0 +1,394 @@
+"""The write path: memory.set and memory.delete.
+
+A batch is judged whole before anything is stored (pinned rows, sensitivity,
+embeddings), then written table by table with `memories` last, so a row that
+`memory.get` serves has its vectors, chunks and terms in place. Each
+identity's writes are serialised within the process by a striped lock.
+"""
+
+import threading
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from retrieval import chunking, clickhouse, sensitivity, text
+from retrieval.providers.embedders import get_embedder
+from tenancy.access import Scope
+
+ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
+MEMORY_TYPES = ("fact", "preference", "event", "observation", "instruction", "turn", "reflection")
+SOURCE_CLASSES = ("asserted", "observed", "imported", "external", "extracted")
+
+
+class WriteRejected(Exception):
+    """A write the caller must change; `code` and `field` go into the error envelope."""
+
+    def __init__(self, code: str, message: str, field: str | None = None, status: int = 409):
+        super().__init__(message)
+        self.code, self.message, self.field, self.status = code, message, field, status
+
+
+@dataclass
+class MemoryInput:
+    memory_key: str
+    value: str
+    agent: str = "default"
+    session_id: str = ""
+    memory_type: str = "fact"
+    tags: list[str] = field(default_factory=list)
+    category: str = ""
+    entities: list[str] = field(default_factory=list)
+    confidence: float = 1.0
+    source_class: str = "asserted"
+    sensitivity: str = "low"
+    pinned: bool = False
+    valid_at: datetime | None = None
+    user_id: str = ""
+    run_id: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return (self.memory_key, self.agent, self.session_id)
+
+
+# The fields whose change makes a new version; a write equal on all of them is a no-op.
+_CONTENT = tuple(f.name for f in fields(MemoryInput) if f.name not in ("memory_key", "agent", "session_id"))
+
+
+@dataclass
+class WriteResult:
+    memory_key: str
+    agent: str
+    session_id: str
+    outcome: str  # created | updated | unchanged
+    version: int
+    superseded_version: int | None
+    sensitivity: str
+    sensitivity_reason: str | None
+    embedding_model: str
+    chunks: int
+
+
+# --- versions and locks -----------------------------------------------------
+
+_version_lock = threading.Lock()
+_last_version = 0
+
+
+def next_version() -> int:
+    """Nanoseconds since the epoch, strictly increasing within the process."""
+    global _last_version
+    with _version_lock:
+        _last_version = max(time.time_ns(), _last_version + 1)
+        return _last_version
+
+
+_STRIPES = [threading.Lock() for _ in range(64)]
+
+
+class _IdentityLocks:
+    """Hold the stripes of a batch's identities, taken in order so batches cannot deadlock."""
+
+    def __init__(self, scope: Scope, keys):
+        self.locks = [
+            _STRIPES[i]
+            for i in sorted({zlib.crc32(f"{scope.org}\0{scope.namespace}\0{key}".encode()) % 64 for key in keys})
+        ]
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for lock in reversed(self.locks):
+            lock.release()
+
+
+# --- memory.set ---------------------------------------------------------------
+
+
+def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
+    """Store a batch, all or nothing. Raises WriteRejected before storing anything."""
+    with _IdentityLocks(scope, [item.memory_key for item in items]):
+        current = _active_rows(scope, {item.memory_key for item in items})
+        now = datetime.now(UTC)
+        plans = []
+        for index, item in enumerate(items):
+            previous = current.get(item.identity)
+            level, reason = sensitivity.effective(item.sensitivity, item.value)
+            changes = previous is None or not _unchanged(previous, item, level)
+            if previous and previous["pinned"] and changes and not overwrite_pinned:
+                where = f"items[{index}].memory_key" if len(items) > 1 else "memory_key"
+                raise WriteRejected(
+                    "MEMORY_PINNED",
+                    f"memory_key {item.memory_key!r} is pinned and was not overwritten; "
+                    "send overwrite_pinned=true to replace it, or delete it first",
+                    where,
+                )
+            plans.append(_plan(scope, item, previous, changes, level, reason, now))
+        _embed(plans)
+        _store(scope, plans)
+    return [plan.result for plan in plans]
+
+
+@dataclass
+class _Plan:
+    item: MemoryInput
+    previous: dict | None
+    result: WriteResult
+    row: dict | None = None  # None: unchanged, nothing to write
+    head_vector: list | None = None
+    key_vector: list | None = None
+    chunks: list[tuple[int, str]] = field(default_factory=list)
+    chunk_vectors: list = field(default_factory=list)
+
+
+def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
+    if not changes:
+        result = WriteResult(
+            *item.identity, "unchanged", previous["version"], None, previous["sensitivity"], reason,
+            previous["embedding_model"], previous["chunk_count"],
+        )  # fmt: skip
+        return _Plan(item, previous, result)
+    embedded = level != "high"
+    model = get_embedder().model_name if embedded else ""
+    chunks = []
+    if embedded and len(item.value) > settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
+        chunks = chunking.split(
+            item.value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS
+        )
+    version = next_version()
+    row = {name: getattr(item, name) for name in _CONTENT}
+    row.update(
+        org=scope.org,
+        namespace=scope.namespace,
+        memory_key=item.memory_key,
+        agent=item.agent,
+        session_id=item.session_id,
+        version=version,
+        revision=version,
+        status=ACTIVE,
+        superseded_by=0,
+        sensitivity=level,
+        actor=scope.subject,
+        embedding_model=model,
+        chunk_count=len(chunks),
+        created_at=previous["created_at"] if previous else now,
+        updated_at=now,
+    )
+    result = WriteResult(
+        *item.identity, "updated" if previous else "created", version,
+        previous["version"] if previous else None, level, reason, model, len(chunks),
+    )  # fmt: skip
+    return _Plan(item, previous, result, row=row, chunks=chunks)
+
+
+def _unchanged(previous: dict, item: MemoryInput, level: str) -> bool:
+    """Equal on every content field, sensitivity compared at its effective level."""
+    return previous["sensitivity"] == level and all(
+        _same(previous[name], getattr(item, name)) for name in _CONTENT if name != "sensitivity"
+    )
+
+
+def _same(stored, given) -> bool:
+    if isinstance(stored, float) or isinstance(given, float):
+        return abs(float(stored) - float(given)) < 1e-6
+    if isinstance(stored, datetime) and isinstance(given, datetime):
+        return abs((stored - given).total_seconds()) < 0.001
+    return list(stored) == list(given) if isinstance(given, list) else stored == given
+
+
+def _embed(plans: list[_Plan]) -> None:
+    """Embed every new row's head and key, and its chunks, in one call."""
+    todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
+    if not todo:
+        return
+    texts = []
+    for plan in todo:
+        texts += [plan.item.value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], plan.item.memory_key]
+        texts += [passage for _, passage in plan.chunks]
+    vectors = get_embedder().embed_many(texts).tolist()
+    at = 0
+    for plan in todo:
+        plan.head_vector, plan.key_vector = vectors[at], vectors[at + 1]
+        plan.chunk_vectors = vectors[at + 2 : at + 2 + len(plan.chunks)]
+        at += 2 + len(plan.chunks)
+
+
+def _store(scope: Scope, plans: list[_Plan]) -> None:
+    changed = [plan for plan in plans if plan.row]
+    if not changed:
+        return
+    now = changed[0].row["updated_at"]
+    embeddings, chunks, terms, stats = [], [], [], _StatDeltas(scope)
+    for plan in changed:
+        row = plan.row
+        ident = {k: row[k] for k in ("org", "namespace", "memory_key", "agent", "session_id", "version")}
+        if row["embedding_model"]:
+            embeddings.append(
+                {
+                    **ident,
+                    "embedding_model": row["embedding_model"],
+                    "revision": row["revision"],
+                    "status": ACTIVE,
+                    **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
+                    "source_class": row["source_class"],
+                    "embedding_dim": len(plan.head_vector),
+                    "value_vector": plan.head_vector,
+                    "key_vector": plan.key_vector,
+                    "created_at": now,
+                }
+            )
+            for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors)):
+                chunks.append(
+                    {
+                        **ident,
+                        "embedding_model": row["embedding_model"],
+                        "chunk_index": index,
+                        "revision": row["revision"],
+                        "status": ACTIVE,
+                        "start_char": start,
+                        "text": passage,
+                        "embedding_dim": len(vector),
+                        "vector": vector,
+                        "created_at": now,
+                    }
+                )
+            terms += _postings(ident, row["revision"], row["value"])
+            stats.add(row["memory_key"], row["value"], +1)
+        if plan.previous:
+            stats.remove_if_indexed(plan.previous)
+    retired = [plan.previous for plan in changed if plan.previous]
+    revision = next_version()
+    clickhouse.insert("memory_embeddings", embeddings)
+    clickhouse.insert("memory_chunks", chunks)
+    clickhouse.insert("memory_terms", terms)
+    stats.flush()
+    _retire_side_rows(scope, retired, SUPERSEDED, revision)
+    superseded = [
+        {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
+        for plan in changed
+        if plan.previous
+    ]
+    clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
+
+
+def _postings(ident: dict, revision: int, value: str) -> list[dict]:
+    rows = []
+    for name, counts in (("value", text.value_terms(value)), ("key", text.key_terms(ident["memory_key"]))):
+        length = sum(counts.values())
+        for term, tf in counts.items():
+            rows.append(
+                {**ident, "field": name, "term": term, "revision": revision, "status": ACTIVE,
+                 "tf": min(tf, 65535), "doc_len": length}
+            )  # fmt: skip
+    return rows
+
+
+class _StatDeltas:
+    """BM25 statistics as signed deltas: +1 for a version entering the index, -1 leaving it."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+        self.df: Counter = Counter()
+        self.docs: Counter = Counter()
+        self.lengths: Counter = Counter()
+
+    def add(self, key: str, value: str, sign: int):
+        for name, counts in (("value", text.value_terms(value)), ("key", text.key_terms(key))):
+            for term in counts:
+                self.df[(name, term)] += sign
+            self.docs[name] += sign
+            self.lengths[name] += sign * sum(counts.values())
+
+    def remove_if_indexed(self, row: dict):
+        if row["embedding_model"]:  # high-sensitivity rows were never indexed
+            self.add(row["memory_key"], row["value"], -1)
+
+    def flush(self):
+        base = {"org": self.scope.org, "namespace": self.scope.namespace}
+        clickhouse.insert(
+            "term_stats",
+            [{**base, "field": f, "term": t, "df": d} for (f, t), d in self.df.items() if d],
+        )
+        clickhouse.insert(
+            "corpus_stats",
+            [
+                {**base, "field": f, "docs": self.docs[f], "total_len": self.lengths[f]}
+                for f in self.docs
+                if self.docs[f] or self.lengths[f]
+            ],
+        )
+
+
+def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
+    """Carry a status change onto the vectors, chunks and terms of these row versions."""
+    if not rows:
+        return
+    params = {
+        "org": scope.org,
+        "namespace": scope.namespace,
+        "status": status,
+        "revision": revision,
+        "keys": sorted({row["memory_key"] for row in rows}),
+        "ids": [(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows],
+    }
+    for table in ("memory_embeddings", "memory_chunks", "memory_terms"):
+        clickhouse.command(
+            f"""
+            INSERT INTO {table}
+            SELECT * REPLACE ({{status:String}} AS status, {{revision:UInt64}} AS revision)
+            FROM {table} FINAL
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}}
+              AND memory_key IN {{keys:Array(String)}}
+              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            """,
+            params,
+        )
+
+
+def _active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
+    rows = clickhouse.query(
+        """
+        SELECT * FROM memories FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String}
+          AND memory_key IN {keys:Array(String)} AND status = 'active'
+        ORDER BY version
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "keys": sorted(keys)},
+    )
+    # A race between two processes can leave two active versions; the newest is current.
+    return {(row["memory_key"], row["agent"], row["session_id"]): row for row in rows}
+
+
+# --- memory.delete ------------------------------------------------------------
+
+
+def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> int:
+    """Tombstone a key's rows (all writers and sessions unless narrowed); returns the rows deleted."""
+    with _IdentityLocks(scope, [memory_key]):
+        rows = clickhouse.query(
+            """
+            SELECT * FROM memories FINAL
+            WHERE org = {org:String} AND namespace = {namespace:String}
+              AND memory_key = {key:String} AND status != 'deleted'
+              AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
+              AND ({session:Nullable(String)} IS NULL OR session_id = {session:Nullable(String)})
+            """,
+            {"org": scope.org, "namespace": scope.namespace, "key": memory_key, "agent": agent, "session": session_id},
+        )
+        if not rows:
+            return 0
+        revision = next_version()
+        stats = _StatDeltas(scope)
+        for row in rows:
+            if row["status"] == ACTIVE:
+                stats.remove_if_indexed(row)
+        _retire_side_rows(scope, rows, DELETED, revision)
+        stats.flush()
+        clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
+    return sum(1 for row in rows if row["status"] == ACTIVE)

@@ -1,0 +1,67 @@
+"""Who may do what: the one place tenancy is decided.
+
+Every op names the role it needs; `authorize` turns a verified token and the
+org and namespace a request addresses into a `Scope`, or refuses. Service
+code takes a `Scope` and reads `scope.org` from it, never from the request.
+"""
+
+from dataclasses import dataclass
+
+from tenancy.models import NAME_PATTERN, NAME_RULE, ApiToken
+from tenancy.roles import Role
+
+
+class AccessDenied(Exception):
+    """Refused for a reason the caller can act on; `code` is the envelope's error code."""
+
+    def __init__(self, code: str, message: str, field: str | None = None):
+        super().__init__(message)
+        self.code, self.message, self.field = code, message, field
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A verified caller: the org, the role and the namespaces it may address."""
+
+    org: str
+    role: Role
+    namespaces: frozenset[str] | None  # None: every namespace of the org
+    subject: str
+
+    @classmethod
+    def of_token(cls, token: ApiToken) -> "Principal":
+        return cls(
+            org=token.org.name,
+            role=token.role_enum,
+            namespaces=frozenset(token.namespaces) if token.namespaces else None,
+            subject=token.subject,
+        )
+
+    def may_read(self, namespace: str) -> bool:
+        return self.namespaces is None or namespace in self.namespaces
+
+
+@dataclass(frozen=True)
+class Scope:
+    """An authorized (org, namespace) for one request."""
+
+    org: str
+    namespace: str
+    role: Role
+    subject: str
+
+
+def authorize(principal: Principal, org: str | None, namespace: str, needs: Role) -> Scope:
+    if org is not None and org != principal.org:
+        raise AccessDenied("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
+    if not NAME_PATTERN.match(namespace):
+        raise AccessDenied("INVALID_NAMESPACE", f"namespace must be {NAME_RULE}", "namespace")
+    if not principal.may_read(namespace):
+        raise AccessDenied(
+            "NAMESPACE_FORBIDDEN", f"this token is not scoped to namespace {namespace!r}", "namespace"
+        )
+    if principal.role < needs:
+        raise AccessDenied(
+            "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
+        )
+    return Scope(org=principal.org, namespace=namespace, role=principal.role, subject=principal.subject)

@@ -1,0 +1,54 @@
+"""Set up the demo install once: org `demo`, namespace `default`, a dashboard admin and an API token.
+
+Run by `make run` on every start; a second run reuses what exists. The demo
+login and token are kept in var/demo-credentials.json (mode 0600) so they can
+be printed again: the token table itself stores only hashes.
+"""
+
+import json
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from retrieval import namespaces
+from tenancy.access import Scope
+from tenancy.models import ApiToken, Membership, Org
+from tenancy.roles import Role
+
+ORG, NAMESPACE, USERNAME = "demo", "default", "admin"
+
+
+class Command(BaseCommand):
+    help = "Create the demo org, namespace, dashboard admin and API token (once), and print them."
+
+    def handle(self, *args, **options):
+        path = settings.VAR_DIR / "demo-credentials.json"
+        saved = json.loads(path.read_text()) if path.exists() else {}
+        org, _ = Org.objects.get_or_create(name=ORG)
+
+        scope = Scope(org=ORG, namespace=NAMESPACE, role=Role.ADMIN, subject="process:bootstrap")
+        if not namespaces.get(scope).registered:
+            namespaces.register(scope, {"description": "Created by make run."})
+
+        User = get_user_model()
+        user = User.objects.filter(username=USERNAME).first()
+        if user is None or "password" not in saved:
+            saved["password"] = secrets.token_urlsafe(12)
+            user = user or User(username=USERNAME, is_staff=True, is_superuser=True)
+            user.set_password(saved["password"])
+            user.save()
+        Membership.objects.get_or_create(user=user, org=org, defaults={"role": Role.ADMIN.label})
+
+        if not saved.get("token") or ApiToken.verify(saved["token"]) is None:
+            _, saved["token"] = ApiToken.issue(org, Role.ADMIN, name="make run demo token")
+
+        path.write_text(json.dumps(saved, indent=2))
+        path.chmod(0o600)
+        self.stdout.write(
+            f"\n  Loom Recall is starting on http://127.0.0.1:8000\n"
+            f"  Dashboard:  http://127.0.0.1:8000/recall   login {USERNAME} / {saved['password']}\n"
+            f"  API token (org {ORG}, admin, all namespaces; namespace '{NAMESPACE}' is ready):\n"
+            f"  {saved['token']}\n"
+        )

@@ -1,0 +1,13 @@
+"""Test settings: the real settings, with var/ (SQLite, the embedded ClickHouse) in a temp dir per process."""
+
+import os
+import tempfile
+
+os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-test-")
+for name in list(os.environ):
+    if name.startswith("LOOM_") and name != "LOOM_VAR_DIR":
+        del os.environ[name]  # a developer's shell settings must not change what tests see
+
+from loom_site.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
