@@ -108,10 +108,14 @@ def exception_handler(exc, context):
         return error_response(exc.code, exc.message, exc.field, exc.status)
     if isinstance(exc, BadCursor):
         return error_response("INVALID_CURSOR", str(exc), "cursor")
-    if isinstance(exc, exceptions.NotAuthenticated):
-        return error_response("UNAUTHENTICATED", "send Authorization: Bearer <token>")
-    if isinstance(exc, exceptions.AuthenticationFailed):
-        return error_response("INVALID_TOKEN", str(exc.detail))
+    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+        missing = isinstance(exc, exceptions.NotAuthenticated)
+        response = error_response(
+            "UNAUTHENTICATED" if missing else "INVALID_TOKEN",
+            "send Authorization: Bearer <token>" if missing else str(exc.detail),
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="loom"'
+        return response
     if isinstance(exc, exceptions.MethodNotAllowed):
         return error_response("METHOD_NOT_ALLOWED", str(exc.detail))
     if isinstance(exc, RequestDataTooBig):

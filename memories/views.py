@@ -9,6 +9,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions
 from rest_framework.exceptions import NotAuthenticated
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -64,6 +65,8 @@ class OpView(APIView):
     request_serializer: type = inputs.OpInput
     response_serializer: type = outputs.MemoryOut
     permission_classes = [HasToken]
+    # Declares JSON bodies for the schema; the body itself is read by read_json.
+    parser_classes = [JSONParser]
     schema = OpSchema()
 
     def post(self, request):

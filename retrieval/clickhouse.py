@@ -8,7 +8,9 @@ client is clickhouse-connect, opened lazily (after Django's autoreloader has
 forked) and shared by the process's threads.
 """
 
+import fcntl
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -76,7 +78,7 @@ def _connect(dsn: str):
                 send_receive_timeout=60,
             )
     except ProgrammingError as exc:
-        if "Cannot lock file" in str(exc) or "Another server instance" in str(exc):
+        if _held_by_another_process(dsn.removeprefix("chdb://")):
             raise ClickHouseUnavailable(
                 f"The ClickHouse data directory {dsn.removeprefix('chdb://')} is in use by another "
                 "process (is `make run` serving it?). Stop that process first, or set "
@@ -88,6 +90,19 @@ def _connect(dsn: str):
     client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
     client.database = database()
     return client
+
+
+def _held_by_another_process(path: str) -> bool:
+    """The engine flocks `status` in its directory while it runs (chdb's error text does not say so)."""
+    try:
+        with open(os.path.join(path, "status"), "rb") as status:
+            fcntl.flock(status, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(status, fcntl.LOCK_UN)
+            return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
 
 
 def client():

@@ -77,8 +77,11 @@ def call(db):
 
     def call(op: str, body=None, token: str | None = None, raw: bytes | None = None, method="post") -> Reply:
         headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-        payload = raw if raw is not None else json.dumps(body or {})
-        response = getattr(client, method)(f"/v1/{op}", data=payload, content_type="application/json", **headers)
+        if method == "get":
+            response = client.get(f"/v1/{op}", **headers)
+        else:
+            payload = raw if raw is not None else json.dumps(body or {})
+            response = getattr(client, method)(f"/v1/{op}", data=payload, content_type="application/json", **headers)
         return Reply(response.status_code, response.json())
 
     return call

@@ -23,7 +23,11 @@ ORG, NAMESPACE, USERNAME = "demo", "default", "admin"
 class Command(BaseCommand):
     help = "Create the demo org, namespace, dashboard admin and API token (once), and print them."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1", help="where the server will listen (for the message)")
+        parser.add_argument("--port", default="8000")
+
+    def handle(self, *args, host, port, **options):
         path = settings.VAR_DIR / "demo-credentials.json"
         saved = json.loads(path.read_text()) if path.exists() else {}
         org, _ = Org.objects.get_or_create(name=ORG)
@@ -46,9 +50,11 @@ class Command(BaseCommand):
 
         path.write_text(json.dumps(saved, indent=2))
         path.chmod(0o600)
+        base = f"http://{host}:{port}"
         self.stdout.write(
-            f"\n  Loom Recall is starting on http://127.0.0.1:8000\n"
-            f"  Dashboard:  http://127.0.0.1:8000/recall   login {USERNAME} / {saved['password']}\n"
+            f"\n  Loom Recall is starting on {base}\n"
+            f"  Admin:      {base}/admin/   login {USERNAME} / {saved['password']}\n"
+            f"  API docs:   {base}/v1/docs\n"
             f"  API token (org {ORG}, admin, all namespaces; namespace '{NAMESPACE}' is ready):\n"
             f"  {saved['token']}\n"
         )

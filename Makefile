@@ -1,0 +1,36 @@
+# Two commands: `make run` (set up and serve on the embedded ClickHouse) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Threads, one process: the embedded engine lets one process own its data directory.
+THREADS ?= 8
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT)
+	exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
+		--workers 1 --threads $(THREADS) --access-logfile - --error-logfile -
+
+test: $(VENV)/.dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.dev
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf $(VENV) var

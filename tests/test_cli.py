@@ -1,0 +1,52 @@
+"""Management commands: loom_org, loom_token (Django-only: they work while the server runs)."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tenancy.models import ApiToken, Org
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_org_create_is_idempotent_and_listed(db):
+    assert "created: org acme" in run("loom_org", "create", "acme")
+    assert "exists: org acme" in run("loom_org", "create", "acme")
+    assert run("loom_org", "list").startswith("acme\t")
+    with pytest.raises(CommandError, match="org name"):
+        run("loom_org", "create", "bad name!")
+
+
+def test_token_create_prints_the_token_alone_on_the_last_line_and_it_works(db, backend, call):
+    run("loom_org", "create", "acme")
+    out = run("loom_token", "create", "--org", "acme", "--namespace", "ops", "--namespace", "dev", "--role", "writer")
+    token = out.strip().splitlines()[-1]
+    assert token.startswith("loom_") and " " not in token
+    row = ApiToken.objects.get()
+    assert (row.org.name, row.role, row.namespaces) == ("acme", "writer", ["dev", "ops"])
+    assert call("memory.set", {"namespace": "ops", "memory_key": "k", "value": "v"}, token).status == 201
+    assert call("memory.set", {"namespace": "prod", "memory_key": "k", "value": "v"}, token).status == 403
+
+
+def test_token_list_never_shows_the_secret_and_revoke_stops_it(db, call):
+    Org.objects.create(name="acme")
+    token = run("loom_token", "create", "--org", "acme", "--role", "viewer", "--name", "ci").strip().splitlines()[-1]
+    prefix = token.split("_")[1]
+    listing = run("loom_token", "list", "--org", "acme")
+    assert prefix in listing and token not in listing and token.split("_", 2)[2] not in listing
+    assert "\tactive" in listing
+    assert f"revoked: {prefix}" in run("loom_token", "revoke", prefix)
+    assert "\trevoked" in run("loom_token", "list")
+    assert call("memory.list", {}, token).error == "INVALID_TOKEN"
+    with pytest.raises(CommandError, match="no active token"):
+        run("loom_token", "revoke", prefix)
+
+
+def test_token_create_for_a_missing_org_says_how_to_make_it(db):
+    with pytest.raises(CommandError, match="loom_org create nope"):
+        run("loom_token", "create", "--org", "nope", "--role", "admin")

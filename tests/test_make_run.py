@@ -1,0 +1,80 @@
+"""`make run` on a fresh var/ directory: the printed token works over real HTTP; a second run reuses it."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.chserver import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def http(method: str, url: str, body=None, token=None):
+    request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def start(var: Path, port: int) -> tuple[subprocess.Popen, str, Path]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
+    env["LOOM_VAR_DIR"] = str(var)
+    log = var.parent / f"make-run-{port}.log"
+    process = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"PORT={port}"],
+        cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()[-3000:]
+        try:
+            if http("GET", f"{base}/v1/health")[0] == 200:
+                return process, base, log
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("make run did not serve within 90 s:\n" + log.read_text()[-3000:])
+
+
+def stop(process: subprocess.Popen):
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+def printed_token(log: Path) -> str:
+    return [line.strip() for line in log.read_text().splitlines() if line.strip().startswith("loom_")][-1]
+
+
+def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
+    var = tmp_path / "var"
+    port = free_port()
+    process, base, log = start(var, port)
+    try:
+        token = printed_token(log)
+        assert "login admin /" in log.read_text()
+        status, body = http("POST", f"{base}/v1/memory.set", {"memory_key": "greeting", "value": "hello"}, token)
+        assert status == 201, body
+        status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
+        assert (status, body["value"]) == (200, "hello")
+    finally:
+        stop(process)
+
+    # A second run reuses the org, the token and the data.
+    process, base, log2 = start(var, free_port())
+    try:
+        assert printed_token(log2) == token
+        status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
+        assert (status, body["value"]) == (200, "hello")
+    finally:
+        stop(process)

@@ -1,0 +1,47 @@
+"""POST /v1/memory.get and /v1/memory.bulk_get."""
+
+
+def test_get_a_missing_key_is_404_naming_the_field(backend, alice, call):
+    reply = call("memory.get", {"memory_key": "nope"}, alice.token("viewer"))
+    assert reply.status == 404
+    assert reply.error == "MEMORY_NOT_FOUND" and reply.json["error"]["field"] == "memory_key"
+
+
+def test_get_serves_the_newest_row_and_narrows_by_session(backend, alice, call):
+    token = alice.token("writer")
+    call("memory.set", {"memory_key": "k", "value": "session one", "session_id": "s1"}, token)
+    call("memory.set", {"memory_key": "k", "value": "session two", "session_id": "s2"}, token)
+    assert call("memory.get", {"memory_key": "k"}, token).json["value"] == "session two"
+    assert call("memory.get", {"memory_key": "k", "session_id": "s1"}, token).json["value"] == "session one"
+    assert call("memory.get", {"memory_key": "k", "session_id": "s3"}, token).status == 404
+
+
+def test_reads_are_namespaced(backend, alice, call):
+    token = alice.token("writer")
+    call("memory.set", {"namespace": "a", "memory_key": "k", "value": "in a"}, token)
+    assert call("memory.get", {"namespace": "b", "memory_key": "k"}, token).status == 404
+    assert call("memory.get", {"namespace": "a", "memory_key": "k"}, token).json["value"] == "in a"
+
+
+def test_bulk_get_returns_found_in_request_order_and_lists_misses(backend, alice, call):
+    token = alice.token("writer")
+    call("memory.set", {"items": [{"memory_key": "b", "value": "B"}, {"memory_key": "a", "value": "A"}]}, token)
+    reply = call("memory.bulk_get", {"memory_keys": ["a", "zz", "b", "a"]}, alice.token("viewer"))
+    assert reply.status == 200
+    assert [m["memory_key"] for m in reply.json["memories"]] == ["a", "b"]
+    assert reply.json["missing"] == ["zz"]
+
+
+def test_bulk_get_takes_up_to_1000_keys(backend, alice, call):
+    token = alice.token("viewer")
+    ok = call("memory.bulk_get", {"memory_keys": [f"k{i}" for i in range(1000)]}, token)
+    assert ok.status == 200 and len(ok.json["missing"]) == 1000
+    too_many = call("memory.bulk_get", {"memory_keys": [f"k{i}" for i in range(1001)]}, token)
+    assert too_many.status == 413
+    assert too_many.error == "TOO_MANY_ITEMS" and too_many.json["error"]["field"] == "memory_keys"
+
+
+def test_bulk_get_names_a_bad_key(backend, alice, call):
+    reply = call("memory.bulk_get", {"memory_keys": ["fine", "bad\x07key"]}, alice.token("viewer"))
+    assert reply.status == 422
+    assert reply.error == "INVALID_KEY" and reply.json["error"]["field"] == "memory_keys[1]"

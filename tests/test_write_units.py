@@ -1,0 +1,79 @@
+"""The deterministic pieces of the write path: fake embedder, terms, chunks, sensitivity."""
+
+import numpy as np
+import pytest
+
+from retrieval import chunking, sensitivity, text
+from retrieval.providers.embedders import FakeEmbedder, build
+
+
+def test_fake_embedder_is_deterministic_normalised_and_knows_shared_wording():
+    embedder = FakeEmbedder(384)
+    vectors = embedder.embed_many(["the cat sat on the mat", "The cat sat on a mat", "quarterly revenue report"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    similar, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
+    assert similar > 0.8 and abs(unrelated) < 0.2
+    # One text alone embeds exactly as it does inside a batch (no bleed across texts).
+    assert np.allclose(embedder.embed("quarterly revenue report"), vectors[2])
+    assert embedder.model_name == "fake-ngram-384"
+
+
+def test_embedder_selection_refuses_unknown_models():
+    from django.core.exceptions import ImproperlyConfigured
+
+    assert build("fake-ngram-64").dim == 64
+    with pytest.raises(ImproperlyConfigured, match="unknown embedding model"):
+        build("word2vec")
+
+
+def test_terms_are_lowercased_and_stemmed_and_keys_split_at_humps():
+    assert text.value_terms("Running runs RAN; the Dogs") == {"run": 2, "ran": 1, "the": 1, "dog": 1}
+    assert text.key_terms("user.preferredEditor_v2") == {"user": 1, "prefer": 1, "editor": 1, "v": 1, "2": 1}
+    assert text.key_terms("HTTPServerConfig") == {"http": 1, "server": 1, "config": 1}
+
+
+def test_chunks_cover_the_value_with_overlap_on_word_boundaries():
+    value = " ".join(f"word{i}" for i in range(400))
+    passages = chunking.split(value, 200, 40)
+    assert passages[0][0] == 0 and passages[-1][1].endswith("word399")
+    for (start, passage), (next_start, _) in zip(passages, passages[1:]):
+        assert value[start:].startswith(passage) and len(passage) <= 200
+        assert next_start < start + len(passage)  # overlap
+        assert value[next_start - 1] == " "  # starts on a word
+    covered = set()
+    for start, passage in passages:
+        covered.update(range(start, start + len(passage)))
+    assert covered >= set(range(len(value)))
+
+
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        ("my card is 4111 1111 1111 1111, exp 09/29", "card_number"),
+        ("SSN 123-45-6789 on file", "ssn"),
+        ("Her PIN is 4821", "pin"),
+        ("the wifi password: correct-horse-battery", "credential"),
+        ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", "credential"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----", "credential"),
+        ("AKIAIOSFODNN7EXAMPLE is the access key id", "credential"),
+    ],
+)
+def test_high_sensitivity_values_are_detected(value, reason):
+    assert sensitivity.detect(value) == reason
+    assert sensitivity.effective("low", value) == ("high", reason)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "call me at 555-123-4567",
+        "order 4111 1111 1111 1112 shipped",  # fails the Luhn check
+        "the pin of the map is in Berlin",
+        "password reset emails go out hourly",
+        "invoice 2026-05-01 total 1234",
+    ],
+)
+def test_ordinary_values_are_not_flagged(value):
+    assert sensitivity.detect(value) is None
+    assert sensitivity.effective("medium", value) == ("medium", None)
