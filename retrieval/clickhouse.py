@@ -20,6 +20,8 @@ import clickhouse_connect
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
 from django.conf import settings
 
+from retrieval import native
+
 log = logging.getLogger(__name__)
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,10 +70,11 @@ def database() -> str:
 def _connect(dsn: str):
     try:
         if dsn.startswith("chdb://"):
-            client = clickhouse_connect.get_client(dsn=dsn)
+            client = clickhouse_connect.get_client(dsn=dsn, tz_mode="aware")
         else:
             client = clickhouse_connect.get_client(
                 dsn=dsn,
+                tz_mode="aware",  # every timestamp is UTC; hand them out as aware datetimes
                 # One client serves many threads; a server session would serialise them.
                 autogenerate_session_id=False,
                 connect_timeout=5,
@@ -143,14 +146,34 @@ def query_value(sql: str, params: dict[str, Any] | None = None):
 
 
 def insert(table: str, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None) -> int:
-    """Insert dict rows; columns default to the first row's keys. Returns the row count."""
+    """Insert dict rows as one Native block; columns default to the first row's keys. Returns the row count.
+
+    Vectors may be numpy arrays: they are written as they lie in memory (retrieval/native.py).
+    """
     rows = list(rows)
     if not rows:
         return 0
     columns = list(columns or rows[0].keys())
-    data = [[row[name] for name in columns] for row in rows]
-    _run("insert", table, data, column_names=columns)
+    types = column_types(table)
+    block = native.encode_block([(name, types[name], [row[name] for row in rows]) for name in columns])
+    _run("raw_insert", table, columns, block, fmt="Native")
     return len(rows)
+
+
+_types: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def column_types(table: str) -> dict[str, str]:
+    """A table's column types, read once per engine (schema.apply forgets them)."""
+    key = (target(), table)
+    if key not in _types:
+        _types[key] = dict(query_rows(f"SELECT name, type FROM system.columns WHERE database = {{db:String}} "
+                                      f"AND table = {{table:String}}", {"db": database(), "table": table}))  # fmt: skip
+    return _types[key]
+
+
+def forget_column_types() -> None:
+    _types.clear()
 
 
 def command(sql: str, params: dict[str, Any] | None = None):

@@ -9,7 +9,6 @@ identity's writes are serialised within the process by a striped lock.
 import threading
 import time
 import zlib
-from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
@@ -211,7 +210,7 @@ def _embed(plans: list[_Plan]) -> None:
     for plan in todo:
         texts += [plan.item.value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], plan.item.memory_key]
         texts += [passage for _, passage in plan.chunks]
-    vectors = get_embedder().embed_many(texts).tolist()
+    vectors = get_embedder().embed_many(texts)
     at = 0
     for plan in todo:
         plan.head_vector, plan.key_vector = vectors[at], vectors[at + 1]
@@ -224,10 +223,11 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     if not changed:
         return
     now = changed[0].row["updated_at"]
-    embeddings, chunks, terms, stats = [], [], [], _StatDeltas(scope)
+    revision = next_version()
+    embeddings, chunks, terms = [], [], []
     for plan in changed:
         row = plan.row
-        ident = {k: row[k] for k in ("org", "namespace", "memory_key", "agent", "session_id", "version")}
+        ident = {k: row[k] for k in _IDENTITY}
         if row["embedding_model"]:
             embeddings.append(
                 {
@@ -258,17 +258,14 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
                         "created_at": now,
                     }
                 )
-            terms += _postings(ident, row["revision"], row["value"])
-            stats.add(row["memory_key"], row["value"], +1)
+            terms += _term_input(row, ACTIVE, +1, row["revision"])
         if plan.previous:
-            stats.remove_if_indexed(plan.previous)
+            terms += _term_input(plan.previous, SUPERSEDED, -1, revision)
     retired = [plan.previous for plan in changed if plan.previous]
-    revision = next_version()
     clickhouse.insert("memory_embeddings", embeddings)
     clickhouse.insert("memory_chunks", chunks)
-    clickhouse.insert("memory_terms", terms)
-    stats.flush()
-    _retire_side_rows(scope, retired, SUPERSEDED, revision)
+    clickhouse.insert("term_input", terms)
+    _retire_vectors(scope, retired, SUPERSEDED, revision)
     superseded = [
         {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
         for plan in changed
@@ -277,56 +274,30 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
 
 
-def _postings(ident: dict, revision: int, value: str) -> list[dict]:
-    rows = []
-    for name, counts in (("value", text.value_terms(value)), ("key", text.key_terms(ident["memory_key"]))):
-        length = sum(counts.values())
-        for term, tf in counts.items():
-            rows.append(
-                {**ident, "field": name, "term": term, "revision": revision, "status": ACTIVE,
-                 "tf": min(tf, 65535), "doc_len": length}
-            )  # fmt: skip
-    return rows
+_IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
 
 
-class _StatDeltas:
-    """BM25 statistics as signed deltas: +1 for a version entering the index, -1 leaving it."""
+def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
+    """A row version's change to the lexical index: one term_input row per field.
 
-    def __init__(self, scope: Scope):
-        self.scope = scope
-        self.df: Counter = Counter()
-        self.docs: Counter = Counter()
-        self.lengths: Counter = Counter()
-
-    def add(self, key: str, value: str, sign: int):
-        for name, counts in (("value", text.value_terms(value)), ("key", text.key_terms(key))):
-            for term in counts:
-                self.df[(name, term)] += sign
-            self.docs[name] += sign
-            self.lengths[name] += sign * sum(counts.values())
-
-    def remove_if_indexed(self, row: dict):
-        if row["embedding_model"]:  # high-sensitivity rows were never indexed
-            self.add(row["memory_key"], row["value"], -1)
-
-    def flush(self):
-        base = {"org": self.scope.org, "namespace": self.scope.namespace}
-        clickhouse.insert(
-            "term_stats",
-            [{**base, "field": f, "term": t, "df": d} for (f, t), d in self.df.items() if d],
-        )
-        clickhouse.insert(
-            "corpus_stats",
-            [
-                {**base, "field": f, "docs": self.docs[f], "total_len": self.lengths[f]}
-                for f in self.docs
-                if self.docs[f] or self.lengths[f]
-            ],
-        )
+    `sign` +1 enters the BM25 statistics, -1 leaves them, 0 only changes the
+    postings' status. High-sensitivity rows were never indexed and stay out.
+    """
+    if not row["embedding_model"]:
+        return []
+    ident = {k: row[k] for k in _IDENTITY}
+    out = []
+    for name, counts in (("value", text.value_terms(row["value"])), ("key", text.key_terms(row["memory_key"]))):
+        out.append(
+            {**ident, "field": name, "revision": revision, "status": status, "sign": sign,
+             "terms": list(counts), "tfs": [min(tf, 65535) for tf in counts.values()],
+             "doc_len": sum(counts.values())}
+        )  # fmt: skip
+    return out
 
 
-def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
-    """Carry a status change onto the vectors, chunks and terms of these row versions."""
+def _retire_vectors(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
+    """Carry a status change onto the vectors and chunks of these row versions."""
     if not rows:
         return
     params = {
@@ -337,7 +308,7 @@ def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int
         "keys": sorted({row["memory_key"] for row in rows}),
         "ids": [(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows],
     }
-    for table in ("memory_embeddings", "memory_chunks", "memory_terms"):
+    for table in ("memory_embeddings", "memory_chunks"):
         clickhouse.command(
             f"""
             INSERT INTO {table}
@@ -384,11 +355,8 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
         if not rows:
             return 0
         revision = next_version()
-        stats = _StatDeltas(scope)
-        for row in rows:
-            if row["status"] == ACTIVE:
-                stats.remove_if_indexed(row)
-        _retire_side_rows(scope, rows, DELETED, revision)
-        stats.flush()
+        terms = [t for row in rows for t in _term_input(row, DELETED, -1 if row["status"] == ACTIVE else 0, revision)]
+        clickhouse.insert("term_input", terms)
+        _retire_vectors(scope, rows, DELETED, revision)
         clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
     return sum(1 for row in rows if row["status"] == ACTIVE)

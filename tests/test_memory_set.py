@@ -124,6 +124,13 @@ def test_value_and_key_are_embedded_with_the_model_name(backend, alice, call):
     assert np.allclose(row["key_vector"], embedder.embed("user.timezone"), atol=1e-6)
 
 
+def document_frequencies(org):
+    """Active documents per value term: what BM25 counts from the postings."""
+    return dict(clickhouse.query_rows(
+        "SELECT term, countIf(status = 'active') FROM memory_terms FINAL"
+        " WHERE org = {org:String} AND field = 'value' GROUP BY term", {"org": org}))  # fmt: skip
+
+
 def test_stemmed_terms_and_bm25_statistics_are_stored(backend, alice, call):
     token = alice.token("writer")
     call("memory.set", {"memory_key": "runningShoes", "value": "She was running in new shoes; running daily"}, token)
@@ -131,21 +138,17 @@ def test_stemmed_terms_and_bm25_statistics_are_stored(backend, alice, call):
     terms = {(r["field"], r["term"]): r["tf"] for r in rows(alice.name, "runningShoes", "memory_terms")}
     assert terms[("value", "run")] == 2 and terms[("value", "shoe")] == 1
     assert terms[("key", "run")] == 1 and terms[("key", "shoe")] == 1
-    df = dict(clickhouse.query_rows(
-        "SELECT term, sum(df) FROM term_stats WHERE org = {org:String} AND field = 'value' GROUP BY term",
-        {"org": alice.name}))  # fmt: skip
-    assert df["shoe"] == 2 and df["run"] == 1
+    assert document_frequencies(alice.name)["shoe"] == 2 and document_frequencies(alice.name)["run"] == 1
     docs = clickhouse.query_rows(
         "SELECT sum(docs), sum(total_len) FROM corpus_stats WHERE org = {org:String} AND field = 'value'",
         {"org": alice.name},
     )
     assert docs == [(2, 8 + 3)]
+    assert document_frequencies(alice.name)["red"] == 1
     # Superseding a row takes its terms out of the statistics.
     call("memory.set", {"memory_key": "other", "value": "Hats are blue"}, token)
-    df = dict(clickhouse.query_rows(
-        "SELECT term, sum(df) FROM term_stats WHERE org = {org:String} AND field = 'value' GROUP BY term",
-        {"org": alice.name}))  # fmt: skip
-    assert df["shoe"] == 1 and df["hat"] == 1
+    df = document_frequencies(alice.name)
+    assert df["shoe"] == 1 and df["hat"] == 1 and df["red"] == 0
 
 
 def test_high_sensitivity_is_stored_but_never_embedded_nor_chunked(backend, alice, call, settings):

@@ -114,19 +114,10 @@ STATEMENTS = [
     ) ENGINE = ReplacingMergeTree(revision)
     ORDER BY (org, namespace, field, term, memory_key, agent, session_id, version)
     """,
-    # BM25 statistics as signed deltas: +1 when a version becomes active, -1 when
-    # it is superseded or deleted. Readers sum(), so a write counts at once,
-    # before any merge (the "live tail").
-    """
-    CREATE TABLE IF NOT EXISTS term_stats (
-        org String,
-        namespace String,
-        field Enum8('value' = 1, 'key' = 2),
-        term String,
-        df Int64
-    ) ENGINE = SummingMergeTree
-    ORDER BY (org, namespace, field, term)
-    """,
+    # BM25's corpus statistics per namespace and field, as signed deltas
+    # (documents, total length). Readers sum(), so a write counts at once, before
+    # any merge (the "live tail"). A term's document frequency needs no table of
+    # its own: BM25 reads the term's postings anyway, and counts them there.
     """
     CREATE TABLE IF NOT EXISTS corpus_stats (
         org String,
@@ -136,6 +127,39 @@ STATEMENTS = [
         total_len Int64
     ) ENGINE = SummingMergeTree
     ORDER BY (org, namespace, field)
+    """,
+    # Every change to the lexical index enters here: one row per row version and
+    # field, its stemmed terms as arrays. The Null engine keeps nothing; the views
+    # below fan each row out into postings and corpus statistics inside ClickHouse.
+    # `sign`: +1 a version entering the index, -1 leaving it, 0 a status change
+    # of a version already out of it (a superseded version being deleted).
+    """
+    CREATE TABLE IF NOT EXISTS term_input (
+        org String,
+        namespace String,
+        field Enum8('value' = 1, 'key' = 2),
+        memory_key String,
+        agent String,
+        session_id String,
+        version UInt64,
+        revision UInt64,
+        status LowCardinality(String),
+        sign Int8,
+        terms Array(String),
+        tfs Array(UInt16),
+        doc_len UInt32
+    ) ENGINE = Null
+    """,
+    """
+    CREATE MATERIALIZED VIEW IF NOT EXISTS term_postings_mv TO memory_terms AS
+    SELECT org, namespace, field, term, memory_key, agent, session_id, version, revision, status, tf, doc_len
+    FROM term_input ARRAY JOIN terms AS term, tfs AS tf
+    """,
+    """
+    CREATE MATERIALIZED VIEW IF NOT EXISTS corpus_stats_mv TO corpus_stats AS
+    SELECT org, namespace, field, toInt64(sign) AS docs, toInt64(sign) * doc_len AS total_len
+    FROM term_input
+    WHERE sign != 0
     """,
     # A namespace's registered configuration; the newest revision wins.
     """

@@ -46,6 +46,7 @@ def apply() -> list[str]:
             continue
         for statement in statements:
             clickhouse.command(statement)
+        clickhouse.forget_column_types()
         clickhouse.insert("schema_migrations", [{"name": name, "applied_at": datetime.now(UTC)}])
         ran.append(name)
     return ran

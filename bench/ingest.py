@@ -1,0 +1,153 @@
+"""Batch memory.set throughput, fake embedder: through the service layer and over HTTP.
+
+    .venv/bin/python bench/ingest.py [--memories 20000] [--batch 500] [--runs 3]
+
+Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
+keys. The baseline, timed in the same run, is a bare insert of the same rows into
+`memories` alone: what storage costs with no embedding, terms, chunks or checks.
+Each figure is the median of --runs runs into a fresh namespace.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from retrieval import clickhouse, schema, write  # noqa: E402
+from tenancy.access import Scope  # noqa: E402
+from tenancy.roles import Role  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "locomo-dev" / "memories.jsonl"
+
+
+def texts() -> list[str]:
+    if DATA.exists():
+        return [json.loads(line)["text"] for line in DATA.open()]
+    return [f"Synthetic memory number {i}: the user mentioned a preference for option {i % 17}." for i in range(1500)]
+
+
+def items(count: int, run: int) -> list[dict]:
+    corpus = texts()
+    return [
+        {"memory_key": f"bench.{run}.{i}", "value": corpus[i % len(corpus)], "tags": ["bench"], "session_id": f"s{i % 40}"}
+        for i in range(count)
+    ]
+
+
+def service_layer(batches: list[list[dict]], namespace: str) -> float:
+    scope = Scope(org="bench", namespace=namespace, role=Role.WRITER, subject="bench")
+    start = time.perf_counter()
+    for batch in batches:
+        write.set_memories(scope, [write.MemoryInput(**item) for item in batch])
+    return time.perf_counter() - start
+
+
+def bare_insert(batches: list[list[dict]], namespace: str) -> float:
+    """The floor: the same rows into `memories` only, no embedding, terms or checks."""
+    start = time.perf_counter()
+    for batch in batches:
+        version = write.next_version()
+        now = __import__("datetime").datetime.now(__import__("datetime").UTC)
+        rows = [
+            {"org": "bench", "namespace": namespace, "memory_key": item["memory_key"], "agent": "default",
+             "session_id": item["session_id"], "version": version, "revision": version, "status": "active",
+             "value": item["value"], "memory_type": "fact", "tags": item["tags"], "confidence": 1.0,
+             "source_class": "asserted", "sensitivity": "low", "created_at": now, "updated_at": now}
+            for item in batch
+        ]  # fmt: skip
+        clickhouse.insert("memories", rows)
+    return time.perf_counter() - start
+
+
+class HttpServer:
+    """`make run`'s server (gunicorn, one process, threads) on a free port with its own var/ dir."""
+
+    def __init__(self):
+        from tests.chserver import free_port
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
+        env["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-http-")
+        python = sys.executable
+        manage = lambda *a: subprocess.run([python, "manage.py", *a], cwd=ROOT, env=env, check=True,  # noqa: E731
+                                           capture_output=True, text=True).stdout  # fmt: skip
+        manage("migrate", "--noinput")
+        manage("loom_org", "create", "bench")
+        self.token = manage("loom_token", "create", "--org", "bench", "--role", "writer").strip().splitlines()[-1]
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [str(Path(python).parent / "gunicorn"), "loom_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", "1", "--threads", "8"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/health", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("the HTTP server did not start")
+
+    def post(self, op: str, body: dict):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/{op}", data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            assert answer.status in (200, 201), answer.status
+
+    def run(self, batches: list[list[dict]], namespace: str) -> float:
+        start = time.perf_counter()
+        for batch in batches:
+            self.post("memory.set", {"namespace": namespace, "items": batch})
+        return time.perf_counter() - start
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=20000)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    schema.apply()
+    server = HttpServer()
+    timings = {"bare insert (baseline)": [], "service layer": [], "HTTP": []}
+    try:
+        for run in range(args.runs):
+            rows = items(args.memories, run)
+            batches = [rows[i : i + args.batch] for i in range(0, len(rows), args.batch)]
+            timings["bare insert (baseline)"].append(bare_insert(batches, f"bare-{run}"))
+            timings["service layer"].append(service_layer(batches, f"service-{run}"))
+            timings["HTTP"].append(server.run(batches, f"http-{run}"))
+    finally:
+        server.stop()
+    baseline = statistics.median(timings["bare insert (baseline)"])
+    print(f"memory.set, {args.memories} memories in batches of {args.batch}, fake embedder, "
+          f"embedded ClickHouse, median of {args.runs} runs")  # fmt: skip
+    print(f"{'path':<24}{'median s':>10}{'memories/s':>13}{'x baseline':>12}")
+    for name, values in timings.items():
+        median = statistics.median(values)
+        print(f"{name:<24}{median:>10.2f}{args.memories / median:>13.0f}{median / baseline:>12.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Encoding rows as one ClickHouse Native block, columns at a time, with numpy.
+
+The driver's own encoder turns every float of a vector into a Python object
+and back; at 384 floats a vector that was most of a memory.set's cost. Here a
+vector column is one numpy array written as it lies in memory (bench/ingest.py).
+Only the column types the schema uses are supported; anything else raises.
+"""
+
+import re
+from datetime import UTC, datetime
+
+import numpy as np
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FIXED = {
+    "UInt8": "<u1", "UInt16": "<u2", "UInt32": "<u4", "UInt64": "<u8",
+    "Int8": "<i1", "Int16": "<i2", "Int32": "<i4", "Int64": "<i8",
+    "Float32": "<f4", "Float64": "<f8", "Bool": "<u1",
+}  # fmt: skip
+_DATETIME64 = re.compile(r"^DateTime64\((\d)(?:,\s*'[^']*')?\)$")
+_ENUM8 = re.compile(r"^Enum8\((.*)\)$")
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _string(value: str | bytes) -> bytes:
+    raw = value.encode() if isinstance(value, str) else value
+    return _varint(len(raw)) + raw
+
+
+def _strings(values) -> bytes:
+    out = bytearray()
+    for value in values:
+        raw = value.encode() if isinstance(value, str) else value
+        if len(raw) < 0x80:  # the usual case: a one-byte length
+            out.append(len(raw))
+        else:
+            out += _varint(len(raw))
+        out += raw
+    return bytes(out)
+
+
+def _wire_type(ch_type: str) -> str:
+    """The type named in the block: LowCardinality is sent as its plain type, which the server converts."""
+    match = re.match(r"^LowCardinality\((.*)\)$", ch_type)
+    return _wire_type(match.group(1)) if match else ch_type
+
+
+def encode_column(ch_type: str, values: list) -> bytes:
+    ch_type = _wire_type(ch_type)
+    if ch_type in _FIXED:
+        return np.asarray(values, dtype=_FIXED[ch_type]).tobytes()
+    if ch_type == "String":
+        return _strings(values)
+    if match := _DATETIME64.match(ch_type):
+        scale = 10 ** int(match.group(1))
+        ticks = [round((_aware(value) - _EPOCH).total_seconds() * scale) for value in values]
+        return np.asarray(ticks, dtype="<i8").tobytes()
+    if match := _ENUM8.match(ch_type):
+        codes = {name: int(code) for name, code in re.findall(r"'([^']*)'\s*=\s*(-?\d+)", match.group(1))}
+        return np.asarray([codes[value] for value in values], dtype="<i1").tobytes()
+    if ch_type.startswith("Nullable("):
+        inner = ch_type[len("Nullable(") : -1]
+        nulls = bytes(value is None for value in values)
+        filler = _filler(inner, values)
+        return nulls + encode_column(inner, [filler if value is None else value for value in values])
+    if ch_type.startswith("Array("):
+        inner = ch_type[len("Array(") : -1]
+        if inner in _FIXED and values and isinstance(values[0], np.ndarray):
+            offsets = np.cumsum([len(value) for value in values], dtype="<u8")
+            flat = np.concatenate(values).astype(_FIXED[inner], copy=False) if offsets[-1] else np.zeros(0)
+            return offsets.tobytes() + flat.tobytes()
+        offsets = np.cumsum([len(value) for value in values], dtype="<u8")
+        flat = [item for value in values for item in value]
+        return offsets.tobytes() + encode_column(inner, flat)
+    raise TypeError(f"no Native encoding for column type {ch_type}")
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)  # naive timestamps are UTC here
+
+
+def _filler(ch_type: str, values: list):
+    present = next((value for value in values if value is not None), None)
+    if present is not None:
+        return present
+    return _EPOCH if ch_type.startswith("DateTime64") else ("" if ch_type == "String" else 0)
+
+
+def encode_block(columns: list[tuple[str, str, list]]) -> bytes:
+    """A Native block: (name, ClickHouse type, values) per column, every column the same length."""
+    rows = len(columns[0][2]) if columns else 0
+    parts = [_varint(len(columns)), _varint(rows)]
+    for name, ch_type, values in columns:
+        parts += [_string(name), _string(_wire_type(ch_type)), encode_column(ch_type, values)]
+    return b"".join(parts)
+
