@@ -9,6 +9,7 @@ Each figure is the median of --runs runs into a fresh namespace.
 """
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -62,7 +63,7 @@ def bare_insert(batches: list[list[dict]], namespace: str) -> float:
     start = time.perf_counter()
     for batch in batches:
         version = write.next_version()
-        now = __import__("datetime").datetime.now(__import__("datetime").UTC)
+        now = datetime.datetime.now(datetime.UTC)
         rows = [
             {"org": "bench", "namespace": namespace, "memory_key": item["memory_key"], "agent": "default",
              "session_id": item["session_id"], "version": version, "revision": version, "status": "active",

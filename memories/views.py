@@ -127,7 +127,7 @@ class MemoryGet(OpView):
     def run(self, scope, data):
         rows = reads.get(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
         if not rows:
-            return error_response("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
+            raise ApiError("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
         payload = {**rows[0], "row_count": len(rows)}
         if data["history"]:
             payload["history"] = reads.history(scope, data["memory_key"])
