@@ -137,6 +137,43 @@ class StringList(serializers.Field):
         return list(value)
 
 
+class Triples(serializers.Field):
+    """(subject, relation, object) facts: a list of {"subject", "relation", "object"} objects."""
+
+    PARTS = ("subject", "relation", "object")
+
+    def __init__(self, *, max_items=64, **kwargs):
+        self.max_items = max_items
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            raise _type_error("a list of {subject, relation, object} objects")
+        if len(data) > self.max_items:
+            raise ValidationError(f"must hold at most {self.max_items} triples", code="max_length")
+        part = String(max_chars=256, allow_empty=False, plain=True)
+        triples = []
+        for index, triple in enumerate(data):
+            if not isinstance(triple, dict):
+                raise ValidationError({index: ["must be an object"]}, code="invalid_type")
+            for name in sorted(set(triple) - set(self.PARTS)):
+                raise ValidationError({index: {name: ["unknown field (allowed: subject, relation, object)"]}},
+                                      code="unknown_field")  # fmt: skip
+            values = []
+            for name in self.PARTS:
+                if name not in triple:
+                    raise ValidationError({index: {name: ["this field is required"]}}, code="required")
+                try:
+                    values.append(part.to_internal_value(triple[name]))
+                except ValidationError as exc:
+                    raise ValidationError({index: {name: exc.detail}}) from None
+            triples.append(values)
+        return triples
+
+    def to_representation(self, value):
+        return [dict(zip(self.PARTS, triple)) for triple in value]
+
+
 class Timestamp(serializers.Field):
     """An ISO 8601 date-time; one without a zone is read as UTC."""
 
@@ -151,13 +188,3 @@ class Timestamp(serializers.Field):
 
     def to_representation(self, value):
         return value.isoformat().replace("+00:00", "Z") if value else None
-
-
-class JsonObject(serializers.Field):
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise _type_error("a JSON object")
-        return data
-
-    def to_representation(self, value):
-        return value

@@ -4,7 +4,17 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
-from memories.fields import Boolean, Choice, Integer, JsonObject, MemoryKey, Number, String, StringList, Timestamp
+from memories.fields import (
+    Boolean,
+    Choice,
+    Integer,
+    MemoryKey,
+    Number,
+    String,
+    StringList,
+    Timestamp,
+    Triples,
+)
 from retrieval import options, sensitivity
 from retrieval.write import MEMORY_TYPES, SOURCE_CLASSES
 
@@ -50,6 +60,7 @@ class MemoryFields(Strict):
     tags = StringList(max_items=64, max_chars=128, default=list)
     category = String(max_chars=128, plain=True, default="")
     entities = StringList(max_items=64, max_chars=256, default=list)
+    triples = Triples(default=list, help_text="[{subject, relation, object}]: feeds the graph leg.")
     confidence = Number(min_value=0, max_value=1, default=1.0)
     source_class = Choice(SOURCE_CLASSES, default="asserted")
     sensitivity = Choice(sensitivity.LEVELS, default="low", help_text="Raised to high when the value holds a secret.")

@@ -10,6 +10,7 @@ class MemoryOut(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField())
     category = serializers.CharField()
     entities = serializers.ListField(child=serializers.CharField())
+    triples = serializers.SerializerMethodField()
     confidence = serializers.FloatField()
     source_class = serializers.CharField()
     sensitivity = serializers.CharField()
@@ -27,6 +28,9 @@ class MemoryOut(serializers.Serializer):
     actor = serializers.CharField(help_text="The token that wrote this version.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_triples(self, row) -> list[dict]:
+        return [dict(zip(("subject", "relation", "object"), triple)) for triple in row["triples"]]
 
     def get_superseded_by(self, row) -> int | None:
         return row["superseded_by"] or None

@@ -14,7 +14,7 @@ from tenancy.access import Scope
 # Columns a read serves (the table's bookkeeping, revision, stays inside).
 COLUMNS = """
     memory_key, agent, session_id, version, status, superseded_by, value, memory_type, tags,
-    category, entities, confidence, source_class, sensitivity, pinned, valid_at, user_id, run_id,
+    category, entities, triples, confidence, source_class, sensitivity, pinned, valid_at, user_id, run_id,
     actor, embedding_model, chunk_count, created_at, updated_at
 """
 

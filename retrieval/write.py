@@ -41,6 +41,7 @@ class MemoryInput:
     tags: list[str] = field(default_factory=list)
     category: str = ""
     entities: list[str] = field(default_factory=list)
+    triples: list[list[str]] = field(default_factory=list)  # [subject, relation, object] each
     confidence: float = 1.0
     source_class: str = "asserted"
     sensitivity: str = "low"
@@ -224,7 +225,7 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
         return
     now = changed[0].row["updated_at"]
     revision = next_version()
-    embeddings, chunks, terms = [], [], []
+    embeddings, chunks, terms, graph = [], [], [], _Graph()
     for plan in changed:
         row = plan.row
         ident = {k: row[k] for k in _IDENTITY}
@@ -237,6 +238,7 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
                     "status": ACTIVE,
                     **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
                     "source_class": row["source_class"],
+                    "dated_at": row["valid_at"] or row["created_at"],
                     "embedding_dim": len(plan.head_vector),
                     "value_vector": plan.head_vector,
                     "key_vector": plan.key_vector,
@@ -259,13 +261,15 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
                     }
                 )
             terms += _term_input(row, ACTIVE, +1, row["revision"])
+            graph.add(row, now)
         if plan.previous:
             terms += _term_input(plan.previous, SUPERSEDED, -1, revision)
     retired = [plan.previous for plan in changed if plan.previous]
     clickhouse.insert("memory_embeddings", embeddings)
     clickhouse.insert("memory_chunks", chunks)
     clickhouse.insert("term_input", terms)
-    _retire_vectors(scope, retired, SUPERSEDED, revision)
+    graph.insert()
+    _retire_side_rows(scope, retired, SUPERSEDED, revision)
     superseded = [
         {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
         for plan in changed
@@ -296,8 +300,39 @@ def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
     return out
 
 
-def _retire_vectors(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
-    """Carry a status change onto the vectors and chunks of these row versions."""
+class _Graph:
+    """A batch's entity mentions, entity edges and triples (entities lowercased for matching)."""
+
+    def __init__(self):
+        self.mentions, self.edges, self.triples = [], [], []
+
+    def add(self, row: dict, now: datetime):
+        ident = {k: row[k] for k in _IDENTITY}
+        base = {**ident, "revision": row["revision"], "status": ACTIVE, "created_at": now}
+        entities = sorted({entity.lower() for entity in row["entities"]})
+        self.mentions += [{**base, "entity": entity} for entity in entities]
+        pairs = {(a, b, "co_mention") for a in entities for b in entities if a != b}
+        for subject, relation, obj in row["triples"]:
+            subject, obj = subject.lower(), obj.lower()
+            pairs |= {(subject, obj, relation), (obj, subject, relation)}
+            self.triples.append(
+                {**base, "subject": subject, "relation": relation, "object": obj,
+                 "relation_terms": list(text.value_terms(relation))}
+            )  # fmt: skip
+        self.edges += [{**base, "src": a, "dst": b, "relation": rel} for a, b, rel in sorted(pairs)]
+
+    def insert(self):
+        clickhouse.insert("entity_mentions", self.mentions)
+        clickhouse.insert("entity_edges", self.edges)
+        clickhouse.insert("entity_triples", self.triples)
+
+
+# The side tables that carry a row version's status: vectors, chunks, the entity graph.
+_SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
+
+
+def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
+    """Carry a status change onto the side-table rows of these row versions (terms go through term_input)."""
     if not rows:
         return
     params = {
@@ -308,7 +343,7 @@ def _retire_vectors(scope: Scope, rows: list[dict], status: str, revision: int) 
         "keys": sorted({row["memory_key"] for row in rows}),
         "ids": [(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows],
     }
-    for table in ("memory_embeddings", "memory_chunks"):
+    for table in _SIDE_TABLES:
         clickhouse.command(
             f"""
             INSERT INTO {table}
@@ -357,6 +392,6 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
         revision = next_version()
         terms = [t for row in rows for t in _term_input(row, DELETED, -1 if row["status"] == ACTIVE else 0, revision)]
         clickhouse.insert("term_input", terms)
-        _retire_vectors(scope, rows, DELETED, revision)
+        _retire_side_rows(scope, rows, DELETED, revision)
         clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
     return sum(1 for row in rows if row["status"] == ACTIVE)

@@ -181,3 +181,31 @@ def test_every_optional_field_round_trips(backend, alice, call):
                   "session_id", "run_id", "sensitivity", "pinned", "agent"):  # fmt: skip
         assert got[field] == body[field], field
     assert got["valid_at"] == "2026-07-01T08:00:00Z"
+
+
+def test_entities_and_triples_feed_the_graph_tables_and_leave_with_the_row(backend, alice, call):
+    token = alice.token("writer")
+    body = {"memory_key": "acme.ceo", "value": "Dana Reyes runs Acme", "entities": ["Acme", "Dana Reyes"],
+            "triples": [{"subject": "Dana Reyes", "relation": "is CEO of", "object": "Acme"}]}  # fmt: skip
+    first = call("memory.set", body, token)
+    assert call("memory.get", {"memory_key": "acme.ceo"}, token).json["triples"] == body["triples"]
+    mentions = {r["entity"] for r in rows(alice.name, "acme.ceo", "entity_mentions")}
+    assert mentions == {"acme", "dana reyes"}
+    edges = {(r["src"], r["dst"], r["relation"]) for r in rows(alice.name, "acme.ceo", "entity_edges")}
+    assert ("dana reyes", "acme", "is CEO of") in edges and ("acme", "dana reyes", "co_mention") in edges
+    [triple] = rows(alice.name, "acme.ceo", "entity_triples")
+    assert (triple["subject"], triple["object"], triple["relation_terms"]) == ("dana reyes", "acme", ["is", "ceo", "of"])
+
+    call("memory.set", {**body, "value": "Dana Reyes ran Acme until 2025", "triples": []}, token)
+    live = [r for r in rows(alice.name, "acme.ceo", "entity_triples") if r["status"] == "active"]
+    assert live == []
+    old = [r for r in rows(alice.name, "acme.ceo", "entity_edges") if r["version"] == first.json["version"]]
+    assert {r["status"] for r in old} == {"superseded"}
+
+
+def test_a_malformed_triple_names_its_part(backend, alice, call):
+    token = alice.token("writer")
+    missing = call("memory.set", {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b"}]}, token)
+    assert (missing.status, missing.error, missing.json["error"]["field"]) == (422, "MISSING_FIELD", "triples[0].object")
+    wrong = call("memory.set", {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b", "object": 1}]}, token)
+    assert (wrong.error, wrong.json["error"]["field"]) == ("INVALID_TYPE", "triples[0].object")
