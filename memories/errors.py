@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from retrieval.clickhouse import ClickHouseUnavailable
 from retrieval.reads import BadCursor
-from retrieval.write import WriteRejected
+from retrieval.errors import Rejected
 from tenancy.access import AccessDenied
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def exception_handler(exc, context):
         return error_response(code, f"{field}: {detail}" if field else str(detail), field or None)
     if isinstance(exc, AccessDenied):
         return error_response(exc.code, exc.message, exc.field)
-    if isinstance(exc, WriteRejected):
+    if isinstance(exc, Rejected):
         return error_response(exc.code, exc.message, exc.field, exc.status)
     if isinstance(exc, BadCursor):
         return error_response("INVALID_CURSOR", str(exc), "cursor")

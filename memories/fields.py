@@ -6,7 +6,7 @@ sends the wrong type should hear about it.
 
 import re
 import unicodedata
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -172,6 +172,21 @@ class Triples(serializers.Field):
 
     def to_representation(self, value):
         return [dict(zip(self.PARTS, triple)) for triple in value]
+
+
+class Day(serializers.Field):
+    """A calendar date, YYYY-MM-DD."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise _type_error("a YYYY-MM-DD date string")
+        try:
+            return date.fromisoformat(data)
+        except ValueError:
+            raise ValidationError("must be a date as YYYY-MM-DD", code="invalid_value") from None
+
+    def to_representation(self, value):
+        return value.isoformat() if value else None
 
 
 class Timestamp(serializers.Field):

@@ -6,6 +6,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from memories.fields import (
     Boolean,
+    Day,
     Choice,
     Integer,
     MemoryKey,
@@ -106,6 +107,19 @@ class MemorySetBatch(WriterFields, OpInput):
         return validated
 
 
+class KeyList(serializers.ListField):
+    """A list of memory keys with a count limit that answers TOO_MANY_ITEMS."""
+
+    def __init__(self, *, limit: int, **kwargs):
+        self.limit = limit
+        super().__init__(child=MemoryKey(), **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, list) and len(data) > self.limit:
+            raise ValidationError(f"at most {self.limit} keys (got {len(data)})", code="too_many_items")
+        return super().to_internal_value(data)
+
+
 class MemoryGet(OpInput):
     memory_key = MemoryKey()
     agent = String(required=False, max_chars=128, help_text="Narrow to one writer; default every writer.")
@@ -114,15 +128,7 @@ class MemoryGet(OpInput):
 
 
 class MemoryBulkGet(OpInput):
-    memory_keys = serializers.ListField(child=MemoryKey())
-
-    def to_internal_value(self, data):
-        keys = data.get("memory_keys") if isinstance(data, dict) else None
-        if isinstance(keys, list) and len(keys) > MAX_BULK_KEYS:
-            raise ValidationError(
-                {"memory_keys": [ErrorDetail(f"at most {MAX_BULK_KEYS} keys per call (got {len(keys)})", code="too_many_items")]}
-            )
-        return super().to_internal_value(data)
+    memory_keys = KeyList(limit=MAX_BULK_KEYS)
 
 
 class MemoryList(OpInput):
@@ -170,3 +176,73 @@ class NamespaceRegister(OpInput):
                 "LOOM_RERANK_ENDPOINTS_JSON; a URL is refused"
             )
         return value
+
+
+class MemorySearch(OpInput):
+    query = String(required=False, max_chars=4000, allow_empty=False, help_text="Required unless page is set.")
+    top_k = Integer(min_value=1, max_value=500, required=False, help_text="Window size, default 5.")
+    search_mode = Choice(options.SEARCH_MODES, required=False)
+    recipe = Choice(options.RECIPES, required=False)
+    retrieval_budget = Choice(options.BUDGETS, required=False)
+    alpha = Number(min_value=0, max_value=1, required=False)
+    hyde = Boolean(required=False)
+    agent = String(max_chars=128, default="*", help_text="'*' (default) reads every writer.")
+    memory_type = Choice(MEMORY_TYPES, required=False, help_text="Unset: every type but reflection.")
+    tags = StringList(max_items=64, max_chars=128, default=list, help_text="OR filter.")
+    tags_soft = StringList(max_items=64, max_chars=128, default=list, help_text="A boost, not a filter.")
+    category = String(max_chars=128, required=False)
+    category_soft = String(max_chars=128, required=False)
+    demote_tags = StringList(max_items=64, max_chars=128, default=list)
+    entity_filter = StringList(max_items=64, max_chars=256, default=list)
+    user_id = String(max_chars=256, required=False, help_text="'-' means no filter.")
+    session_id = String(max_chars=256, required=False)
+    run_id = String(max_chars=256, required=False)
+    read_scope = Choice(("own_user", "own_session"), required=False)
+    namespace_scope = Choice(("this", "all_mine"), required=False)
+    exclude_keys = KeyList(limit=200, default=list)
+    include_duplicates = Boolean(default=False)
+    include_superseded = Boolean(default=False)
+    include_proposed = Boolean(default=False)
+    as_of = Timestamp(required=False)
+    as_of_basis = Choice(("valid_time", "knowledge_time"), default="valid_time")
+    observation_date = Day(required=False)
+    bodies = Choice(options.BODIES, required=False)
+    body_budget_tokens = Integer(min_value=1, max_value=1_000_000, required=False)
+    min_similarity = Number(min_value=0, max_value=1, required=False)
+    floor_mode = Choice(options.FLOOR_MODES, required=False)
+    explain = Boolean(default=False)
+    paging = Boolean(default=False)
+    page = String(max_chars=128, required=False)
+    personalization = Choice(("default", "none"), default="default")
+    confidence_weight = Number(min_value=0, max_value=1, required=False)
+    recency_pool_weight = Number(min_value=0, max_value=1, required=False)
+    reinforcement_weight = Number(min_value=0, max_value=1, required=False)
+    chunk_max_share = Number(min_value=0, max_value=1, required=False)
+    rerank = String(max_chars=256, required=False, help_text="none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint name.")
+
+    def validate_rerank(self, value):
+        if "://" in value:
+            raise ValidationError("a URL is refused: name builtin:openai, builtin:cohere or a configured endpoint")
+        return value
+
+    def validate(self, data):
+        if "query" not in data and "page" not in data:
+            raise ValidationError({"query": [ErrorDetail("this field is required (or send page)", code="required")]})
+        return data
+
+
+class MemoryOutcome(OpInput):
+    memory_keys = KeyList(limit=1000)
+    outcome = Choice(("positive", "harm"))
+    weight = Number(min_value=0, max_value=10, default=1.0)
+    run_id = String(max_chars=256, default="")
+
+
+class SearchTraceLog(OpInput):
+    since = Timestamp(required=False)
+    until = Timestamp(required=False)
+    op = String(max_chars=64, required=False)
+    abstain = Boolean(required=False)
+    risk = Choice(("low", "medium", "high", "abstain"), required=False)
+    limit = Integer(min_value=1, max_value=500, default=50)
+    before = String(max_chars=64, required=False, help_text="trace_id of the last row of the previous page")

@@ -117,3 +117,115 @@ class HealthOut(serializers.Serializer):
     embedder = ProviderOut()
     llm = ProviderOut()
     problems = serializers.ListField(child=serializers.CharField())
+
+
+class SearchHitOut(serializers.Serializer):
+    memory_key = serializers.CharField()
+    namespace = serializers.CharField(help_text="The source namespace (another one's on an all_mine search).")
+    agent = serializers.CharField()
+    session_id = serializers.CharField()
+    version = serializers.IntegerField()
+    content_excerpt = serializers.CharField(help_text="The text it matched on: a passage for a chunk hit.")
+    value = serializers.CharField(allow_null=True, help_text="The body bodies= asks for (null for excerpt and none).")
+    body_truncated = serializers.BooleanField()
+    similarity = serializers.FloatField(help_text="Cosine to the query in [0, 1]; no boost is added to it.")
+    rank_score = serializers.FloatField(help_text="What the window is sorted by.")
+    below_threshold = serializers.BooleanField()
+    source = serializers.CharField(help_text="fact or chunk")
+    parent_memory_key = serializers.CharField(allow_null=True)
+    chunk_index = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField()
+    superseded_by = serializers.IntegerField(allow_null=True)
+    source_class = serializers.CharField()
+    verified = serializers.BooleanField()
+    memory_type = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    entities = serializers.ListField(child=serializers.CharField())
+    valid_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    score_components = serializers.DictField(child=serializers.FloatField())
+
+
+class SearchOut(serializers.Serializer):
+    hits = SearchHitOut(many=True)
+    abstain = serializers.BooleanField()
+    abstain_code = serializers.CharField(
+        allow_null=True, help_text="no_match, below_threshold, entity_absent, low_calibrated_confidence, page_expired"
+    )
+    abstain_reason = serializers.CharField(allow_null=True, help_text="Prose: branch on abstain_code, never on this.")
+    retrieval_confidence = serializers.FloatField()
+    retrieval_risk = serializers.CharField(help_text="low, medium, high or abstain")
+    candidates_total = serializers.IntegerField()
+    namespaces_searched = serializers.ListField(child=serializers.CharField())
+    namespaces_skipped = serializers.ListField(child=serializers.CharField())
+    pending_extraction = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())
+    next = serializers.CharField(allow_null=True, help_text="Pass as page= for the next window (paging=true).")
+    search_mode = serializers.CharField()
+    mode_source = serializers.CharField(help_text="request, recipe, namespace, default, planner or page")
+    recipe = serializers.CharField(allow_null=True)
+    retrieval_budget = serializers.CharField()
+    thresholds = serializers.DictField(help_text="The gates in force and their tier.")
+    query_entities = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(child=serializers.CharField())
+    latency_ms = serializers.FloatField()
+    stage_ms = serializers.DictField(child=serializers.FloatField())
+    trace_id = serializers.CharField()
+
+
+class TraceHitOut(serializers.Serializer):
+    memory_key = serializers.CharField()
+    namespace = serializers.CharField()
+    agent = serializers.CharField()
+    session_id = serializers.CharField()
+    version = serializers.IntegerField()
+    distance = serializers.FloatField()
+    similarity = serializers.FloatField()
+    entity_boost = serializers.FloatField()
+    rank_score = serializers.FloatField()
+    rank = serializers.IntegerField()
+    source = serializers.CharField()
+    below_threshold = serializers.BooleanField()
+
+
+class SearchTraceOut(serializers.Serializer):
+    hits = TraceHitOut(many=True)
+    candidates_total = serializers.IntegerField()
+    embedding_model = serializers.CharField()
+    key_axis = serializers.BooleanField()
+    thresholds = serializers.DictField()
+    degraded = serializers.ListField(child=serializers.CharField())
+    latency_ms = serializers.FloatField()
+
+
+class TraceLogRowOut(serializers.Serializer):
+    created_at = serializers.DateTimeField()
+    trace_id = serializers.CharField()
+    op = serializers.CharField()
+    caller = serializers.CharField()
+    run_id = serializers.CharField()
+    query = serializers.CharField(help_text="Empty unless the namespace consents to text capture.")
+    query_captured = serializers.BooleanField()
+    search_mode = serializers.CharField()
+    top_k = serializers.IntegerField()
+    keys = serializers.ListField(child=serializers.CharField())
+    scores = serializers.ListField(child=serializers.FloatField())
+    similarities = serializers.ListField(child=serializers.FloatField())
+    abstain = serializers.BooleanField()
+    abstain_code = serializers.CharField()
+    retrieval_risk = serializers.CharField()
+    retrieval_confidence = serializers.FloatField()
+    candidates_total = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())
+    latency_ms = serializers.FloatField()
+    stage_ms = serializers.DictField(child=serializers.FloatField())
+
+
+class SearchTraceLogOut(serializers.Serializer):
+    rows = TraceLogRowOut(many=True)
+    next_before = serializers.CharField(allow_null=True, help_text="Pass as before= for the next page.")
+
+
+class OutcomeOut(serializers.Serializer):
+    recorded = serializers.IntegerField()
+    outcome = serializers.CharField()

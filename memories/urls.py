@@ -9,6 +9,10 @@ OPS = [
     views.MemoryList,
     views.MemoryDelete,
     views.NamespaceRegister,
+    views.MemorySearch,
+    views.MemorySearchTrace,
+    views.MemorySearchTraceLog,
+    views.MemoryOutcome,
 ]
 
 urlpatterns = [path(f"v1/{view.op}", view.as_view()) for view in OPS] + [

@@ -15,7 +15,8 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import ApiError, error_response
-from retrieval import health, namespaces, reads, write
+from retrieval import health, namespaces, reads, service, trace, usage, write
+from retrieval.plan import SearchRequest
 from tenancy.access import Scope, authorize
 from tenancy.roles import Role
 
@@ -177,6 +178,49 @@ class NamespaceRegister(OpView):
     def run(self, scope, data):
         config, created = namespaces.register(scope, data)
         return self.answer({**config.__dict__, "created": created}, status=201 if created else 200)
+
+
+class MemorySearch(OpView):
+    op = "memory.search"
+    request_serializer = inputs.MemorySearch
+    response_serializer = outputs.SearchOut
+
+    def run(self, scope, data):
+        result = service.search(scope, SearchRequest.of(data), op=self.op, run_id=data.get("run_id", ""))
+        return self.answer(result)
+
+
+class MemorySearchTrace(OpView):
+    op = "memory.search_trace"
+    request_serializer = inputs.MemorySearch
+    response_serializer = outputs.SearchTraceOut
+
+    def run(self, scope, data):
+        if "query" not in data:
+            raise ApiError("MISSING_FIELD", "query: this field is required", "query")
+        return self.answer(service.search_trace(scope, SearchRequest.of(data)))
+
+
+class MemorySearchTraceLog(OpView):
+    op = "memory.search_trace_log"
+    request_serializer = inputs.SearchTraceLog
+    response_serializer = outputs.SearchTraceLogOut
+
+    def run(self, scope, data):
+        rows = trace.read(scope, **data)
+        more = len(rows) == data["limit"]
+        return self.answer({"rows": rows, "next_before": rows[-1]["trace_id"] if more else None})
+
+
+class MemoryOutcome(OpView):
+    op = "memory.outcome"
+    role = Role.WRITER
+    request_serializer = inputs.MemoryOutcome
+    response_serializer = outputs.OutcomeOut
+
+    def run(self, scope, data):
+        recorded = usage.record(scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"])
+        return self.answer({"recorded": recorded, "outcome": data["outcome"]})
 
 
 class Health(APIView):

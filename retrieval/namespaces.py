@@ -72,3 +72,16 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
         ],
     )
     return config, created
+
+
+def names(org: str) -> list[str]:
+    """The org's namespaces: those registered and those written to."""
+    rows = clickhouse.query_rows(
+        """
+        SELECT namespace FROM namespaces WHERE org = {org:String}
+        UNION DISTINCT
+        SELECT DISTINCT namespace FROM memories WHERE org = {org:String}
+        """,
+        {"org": org},
+    )
+    return sorted(row[0] for row in rows)

@@ -15,20 +15,13 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from retrieval import chunking, clickhouse, sensitivity, text
+from retrieval.errors import Rejected
 from retrieval.providers.embedders import get_embedder
 from tenancy.access import Scope
 
 ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
 MEMORY_TYPES = ("fact", "preference", "event", "observation", "instruction", "turn", "reflection")
 SOURCE_CLASSES = ("asserted", "observed", "imported", "external", "extracted")
-
-
-class WriteRejected(Exception):
-    """A write the caller must change; `code` and `field` go into the error envelope."""
-
-    def __init__(self, code: str, message: str, field: str | None = None, status: int = 409):
-        super().__init__(message)
-        self.code, self.message, self.field, self.status = code, message, field, status
 
 
 @dataclass
@@ -112,7 +105,7 @@ class _IdentityLocks:
 
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
-    """Store a batch, all or nothing. Raises WriteRejected before storing anything."""
+    """Store a batch, all or nothing. Raises Rejected before storing anything."""
     with _IdentityLocks(scope, [item.memory_key for item in items]):
         current = _active_rows(scope, {item.memory_key for item in items})
         now = datetime.now(UTC)
@@ -123,7 +116,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
             changes = previous is None or not _unchanged(previous, item, level)
             if previous and previous["pinned"] and changes and not overwrite_pinned:
                 where = f"items[{index}].memory_key" if len(items) > 1 else "memory_key"
-                raise WriteRejected(
+                raise Rejected(
                     "MEMORY_PINNED",
                     f"memory_key {item.memory_key!r} is pinned and was not overwritten; "
                     "send overwrite_pinned=true to replace it, or delete it first",

@@ -27,6 +27,7 @@ class Principal:
     role: Role
     namespaces: frozenset[str] | None  # None: every namespace of the org
     subject: str
+    read_scope: str = ""  # the token's ceiling on searches: "", own_user or own_session
 
     @classmethod
     def of_token(cls, token: ApiToken) -> "Principal":
@@ -35,6 +36,7 @@ class Principal:
             role=token.role_enum,
             namespaces=frozenset(token.namespaces) if token.namespaces else None,
             subject=token.subject,
+            read_scope=token.read_scope,
         )
 
     def may_read(self, namespace: str) -> bool:
@@ -49,6 +51,11 @@ class Scope:
     namespace: str
     role: Role
     subject: str
+    namespaces: frozenset[str] | None = None  # what else the caller may read (None: all of the org's)
+    read_scope: str = ""
+
+    def may_read(self, namespace: str) -> bool:
+        return self.namespaces is None or namespace in self.namespaces
 
 
 def authorize(principal: Principal, org: str | None, namespace: str, needs: Role) -> Scope:
@@ -64,4 +71,7 @@ def authorize(principal: Principal, org: str | None, namespace: str, needs: Role
         raise AccessDenied(
             "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
         )
-    return Scope(org=principal.org, namespace=namespace, role=principal.role, subject=principal.subject)
+    return Scope(
+        org=principal.org, namespace=namespace, role=principal.role, subject=principal.subject,
+        namespaces=principal.namespaces, read_scope=principal.read_scope,
+    )  # fmt: skip

@@ -10,6 +10,7 @@ from django.utils import timezone
 from tenancy.roles import CHOICES, Role
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+READ_SCOPES = [("", "no limit"), ("own_user", "own_user"), ("own_session", "own_session")]
 NAME_RULE = "1-128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
 
 
@@ -44,6 +45,8 @@ class ApiToken(models.Model):
     digest = models.CharField(max_length=64)
     role = models.CharField(max_length=16, choices=CHOICES)
     namespaces = models.JSONField(default=list, blank=True)
+    # A ceiling on what the token's searches read: a request can only narrow it.
+    read_scope = models.CharField(max_length=16, blank=True, default="", choices=READ_SCOPES)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -51,13 +54,14 @@ class ApiToken(models.Model):
     objects = ApiTokenQuerySet.as_manager()
 
     @classmethod
-    def issue(cls, org: Org, role: Role, namespaces=(), name: str = "") -> tuple["ApiToken", str]:
+    def issue(cls, org: Org, role: Role, namespaces=(), name: str = "", read_scope: str = "") -> tuple["ApiToken", str]:
         """Create a token; returns the row and the plaintext token (never stored)."""
         prefix = secrets.token_hex(4)
         token = f"loom_{prefix}_{secrets.token_urlsafe(32)}"
         row = cls.objects.create(
-            org=org, name=name, prefix=prefix, digest=_digest(token), role=role.label, namespaces=sorted(set(namespaces))
-        )
+            org=org, name=name, prefix=prefix, digest=_digest(token), role=role.label,
+            namespaces=sorted(set(namespaces)), read_scope=read_scope,
+        )  # fmt: skip
         return row, token
 
     @classmethod

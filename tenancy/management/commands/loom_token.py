@@ -17,6 +17,10 @@ class Command(BaseCommand):
         )
         create.add_argument("--role", required=True, choices=[role.label for role in Role])
         create.add_argument("--name", default="", help="a label for listings")
+        create.add_argument(
+            "--read-scope", default="", choices=["", "own_user", "own_session"],
+            help="a ceiling on the token's searches: only the request's user (or session) rows",
+        )  # fmt: skip
         listing = sub.add_parser("list", help="list tokens (never their secret)")
         listing.add_argument("--org")
         revoke = sub.add_parser("revoke", help="revoke a token by its prefix")
@@ -25,15 +29,17 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         getattr(self, f"_{action}")(**options)
 
-    def _create(self, org, namespace, role, name, **_):
+    def _create(self, org, namespace, role, name, read_scope, **_):
         found = Org.objects.filter(name=org).first()
         if found is None:
             raise CommandError(f"no org {org!r}; create it with: manage.py loom_org create {org}")
         for ns in namespace:
             if not NAME_PATTERN.match(ns):
                 raise CommandError(f"namespace {ns!r}: must be {NAME_RULE}")
-        row, token = ApiToken.issue(found, Role.parse(role), namespace, name)
+        row, token = ApiToken.issue(found, Role.parse(role), namespace, name, read_scope)
         scope = ", ".join(row.namespaces) or "all namespaces"
+        if read_scope:
+            scope += f", read scope {read_scope}"
         self.stdout.write(f"token {row.prefix}: org {org}, role {role}, {scope}. Shown once; store it now.")
         self.stdout.write(token)
 
@@ -41,7 +47,7 @@ class Command(BaseCommand):
         rows = ApiToken.objects.select_related("org").order_by("org__name", "created_at")
         if org:
             rows = rows.filter(org__name=org)
-        self.stdout.write("prefix\torg\trole\tnamespaces\tname\tcreated\tlast_used\tstate")
+        self.stdout.write("prefix\torg\trole\tnamespaces\tread_scope\tname\tcreated\tlast_used\tstate")
         for row in rows:
             self.stdout.write(
                 "\t".join(
@@ -50,6 +56,7 @@ class Command(BaseCommand):
                         row.org.name,
                         row.role,
                         ",".join(row.namespaces) or "*",
+                        row.read_scope or "-",
                         row.name or "-",
                         row.created_at.isoformat(timespec="seconds"),
                         row.last_used_at.isoformat(timespec="seconds") if row.last_used_at else "-",

@@ -1,0 +1,78 @@
+"""The retrieval legs: each a ClickHouse query over a table the write path fills.
+
+A leg returns (RowId, signals, chunk) triples for the pool. A leg that fails
+fails open: the search goes on without it and names it in `degraded`.
+"""
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from retrieval.eligibility import Eligibility
+from retrieval.plan import Plan, SearchRequest
+from retrieval.pool import Pool, RowId
+from retrieval.query import QueryShape
+
+log = logging.getLogger(__name__)
+
+# Tenant and status, for legs over tables other than memory_embeddings.
+BASE = "org = {org:String} AND namespace IN {namespaces:Array(String)} AND status IN {statuses:Array(String)}"
+# Ties break by the row's name, so two identical searches fill the pool identically.
+TIE_BREAK = "memory_key, namespace, agent, session_id, version"
+
+
+@dataclass
+class Context:
+    org: str
+    namespaces: list[str]
+    model: str
+    vector: list[float]
+    shape: QueryShape
+    plan: Plan
+    request: SearchRequest
+    eligible: Eligibility
+    entities: list[str] = field(default_factory=list)  # the query's entities, lowercased
+    key_axis: bool = False
+    window: tuple[datetime, datetime] | None = None
+
+    def params(self, **more) -> dict:
+        return {
+            "org": self.org,
+            "namespaces": self.namespaces,
+            "model": self.model,
+            "statuses": self.eligible.statuses,
+            "pool": self.plan.pool_size,
+            "q": self.vector,
+            **self.eligible.params,
+            **more,
+        }
+
+
+def rows_to_hits(rows: list[dict], signals) -> list[tuple[RowId, dict, dict | None]]:
+    """Pair each result row's identity with the signals `signals(row)` reads off it."""
+    return [
+        (RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]), signals(r), None)
+        for r in rows
+    ]
+
+
+def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
+    from retrieval.legs import bm25, chunks, entity, graph, key_match, lexical, related, temporal, vector
+
+    legs = {
+        "vector": vector.run, "chunks": chunks.run, "lexical": lexical.run, "bm25": bm25.run,
+        "key_match": key_match.run, "entity": entity.run, "graph": graph.run, "temporal": temporal.run,
+        "related": related.run,
+    }  # fmt: skip
+    for name, leg in legs.items():
+        if name not in ctx.plan.legs:
+            continue
+        started = time.perf_counter()
+        try:
+            for row_id, signals, chunk in leg(ctx):
+                pool.add(row_id, signals, chunk)
+        except Exception as exc:  # a leg fails open; the search goes on
+            log.warning("search leg %s failed: %s", name, exc)
+            degraded.append(f"leg:{name}")
+        stage_ms[f"leg_{name}"] = (time.perf_counter() - started) * 1000

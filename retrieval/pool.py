@@ -1,0 +1,61 @@
+"""The candidate pool a search fuses: row identities and what each leg said about them."""
+
+from dataclasses import dataclass, field
+
+# How a row version is named in every leg's SQL, in this order.
+IDENTITY = "namespace, memory_key, agent, session_id, version"
+
+
+@dataclass(frozen=True, order=True)
+class RowId:
+    namespace: str
+    memory_key: str
+    agent: str
+    session_id: str
+    version: int
+
+    def as_tuple(self) -> tuple:
+        return (self.namespace, self.memory_key, self.agent, self.session_id, self.version)
+
+
+@dataclass
+class Candidate:
+    id: RowId
+    signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output
+    chunk: dict | None = None  # the best passage, when the chunk leg found one
+    row: dict | None = None  # the memory row, once hydrated
+    components: dict[str, float] = field(default_factory=dict)
+    relevance: float = 0.0  # the fused score, before rank terms
+    score: float = 0.0  # what the window is sorted by
+    below_threshold: bool = False
+
+    @property
+    def fact_similarity(self) -> float:
+        return max(self.signals.get("value_similarity", 0.0), self.signals.get("key_similarity", 0.0))
+
+    @property
+    def similarity(self) -> float:
+        """Cosine to the query in [0, 1]: the best of value, key and chunk vectors."""
+        return min(1.0, max(0.0, self.fact_similarity, self.signals.get("chunk_similarity", 0.0)))
+
+    @property
+    def source(self) -> str:
+        return "chunk" if self.signals.get("chunk_similarity", 0.0) > self.fact_similarity else "fact"
+
+
+class Pool(dict):
+    """RowId -> Candidate; a signal reported twice keeps its best value."""
+
+    def add(self, row_id: RowId, signals: dict[str, float], chunk: dict | None = None) -> Candidate:
+        candidate = self.get(row_id)
+        if candidate is None:
+            candidate = self[row_id] = Candidate(row_id)
+        for name, value in signals.items():
+            candidate.signals[name] = max(value, candidate.signals.get(name, value))
+        if chunk is not None and signals.get("chunk_similarity", 0) >= candidate.signals.get("chunk_similarity", 0):
+            candidate.chunk = chunk
+        return candidate
+
+
+def row_id(row: dict) -> RowId:
+    return RowId(row["namespace"], row["memory_key"], row["agent"], row["session_id"], row["version"])

@@ -1,0 +1,107 @@
+"""The rank expression: relevance plus bounded correction terms.
+
+Every term has a hard ceiling, so it can reorder near-ties but never lift a
+row over one that is more relevant by more than the sum of the ceilings:
+entity boost 0.5 x share, recency and date cues 0.05 each, the prior group
+capped at LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at
+0.01 (0.05 as a boost). Demotions only lower. Pinned is not a term.
+"""
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from retrieval.plan import Plan, SearchRequest
+from retrieval.pool import Candidate
+from retrieval.query import DateCue, QueryShape
+
+ENTITY_BOOST = 0.5
+RECENCY = 0.05
+DATE = 0.05
+TAG_BOOST = 0.05
+CATEGORY_BOOST = 0.05
+KEY_MATCH = {"tiebreak": 0.01, "boost": 0.05, "off": 0.0}
+# demote_tags: far enough down that a demoted row sits below every other, still in order among its kind.
+DEMOTED = -10.0
+# +0.5 asserted or observed, -0.25 imported, -1 external, +1 when attested.
+TRUST = {"asserted": 0.5, "observed": 0.5, "imported": -0.25, "external": -1.0, "extracted": 0.0}
+
+
+@dataclass
+class Inputs:
+    plan: Plan
+    request: SearchRequest
+    shape: QueryShape
+    date: DateCue | None  # the date the question is about, if any
+    earned: dict[tuple[str, str], float]  # (namespace, key) -> reinforcement earned, 0..1
+
+
+def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
+    """Add each term to every candidate's components and set its score."""
+    request, plan = inputs.request, inputs.plan
+    personal = request.personalization != "none"
+    eligible = set(settings.LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE)
+    wanted_entities = {entity.lower() for entity in request.entity_filter}
+    newness = _newness(candidates) if (inputs.shape.recency or inputs.shape.earliest or plan.recency_pool_weight) else {}
+    for c in candidates:
+        row, terms = c.row, {}
+        if wanted_entities:
+            carried = wanted_entities & {entity.lower() for entity in row["entities"]}
+            terms["entity_boost"] = ENTITY_BOOST * len(carried) / len(wanted_entities)
+        if newness:
+            fresh = newness[c.id]
+            if inputs.shape.recency:
+                terms["recency"] = RECENCY * fresh
+            elif inputs.shape.earliest:
+                terms["chronology"] = RECENCY * (1 - fresh)
+            if plan.recency_pool_weight:
+                terms["recency_pool"] = plan.recency_pool_weight * fresh
+        if inputs.date is not None and plan.mode != "temporal":
+            off_by_days = abs((_dated(row) - inputs.date.at).total_seconds()) / 86400
+            terms["date"] = DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))
+        if personal and row["source_class"] in eligible:
+            confidence = row["confidence"] * plan.confidence_weight
+            tags = TAG_BOOST if set(request.tags_soft) & set(row["tags"]) else 0.0
+            category = CATEGORY_BOOST if request.category_soft and row["category"] == request.category_soft else 0.0
+            c.components.update(confidence_prior=confidence, tag_boost=tags, category_boost=category)
+            terms["prior"] = min(confidence + tags + category, settings.LOOM_MEMORY_PRIOR_CAP)
+            earned = inputs.earned.get((c.id.namespace, c.id.memory_key), 0.0)
+            terms["reinforcement"] = plan.reinforcement_weight * earned
+        if settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT:
+            terms["trust"] = settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT * TRUST.get(row["source_class"], 0.0)
+        key_match = KEY_MATCH[settings.LOOM_MEMORY_SEARCH_KEY_MATCH_MODE] * c.signals.get("key_match", 0.0)
+        if key_match:
+            terms["key_match"] = key_match
+        if row["sensitivity"] in ("medium", "high") and not inputs.shape.contact:
+            terms["sensitivity_demotion"] = -settings.LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE
+        if set(request.demote_tags) & set(row["tags"]):
+            terms["demoted"] = DEMOTED
+        c.components.update(terms)
+        c.components["relevance"] = c.relevance
+        c.score = c.relevance + scale * sum(terms.values())
+        c.components["rank_score"] = c.score
+
+
+def order(candidates: list[Candidate]) -> list[Candidate]:
+    """By score; ties by similarity, then by the row's name, so identical searches serve identical windows."""
+    return sorted(candidates, key=lambda c: (-c.score, -c.similarity, c.id.memory_key, c.id.namespace,
+                                             c.id.agent, c.id.session_id, -c.id.version))  # fmt: skip
+
+
+def _dated(row: dict) -> datetime:
+    return row["valid_at"] or row["created_at"]
+
+
+def _newness(candidates: list[Candidate]) -> dict:
+    """Each candidate's place from oldest (0) to newest (1) in the pool."""
+    ordered = sorted(candidates, key=lambda c: (_dated(c.row), c.id))
+    span = max(len(ordered) - 1, 1)
+    return {c.id: index / span for index, c in enumerate(ordered)}
+
+
+def decayed(events: list[tuple[float, float]], half_life_days: float) -> float:
+    """Saturating sum of (weight, age in days) events, each halving every half-life: 0..1."""
+    total = sum(weight * 0.5 ** (age / half_life_days) for weight, age in events)
+    return 1 - math.exp(-total)

@@ -1,0 +1,382 @@
+"""search(): the one entry point REST and the Recall Lab both call.
+
+plan -> embed -> legs -> rescore and hydrate -> fuse -> rank terms -> window
+-> verdict -> hits. Each stage is timed; a failing leg is named in
+`degraded` and the search goes on.
+"""
+
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+
+from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
+from retrieval import query as query_text
+from retrieval.errors import Rejected
+from retrieval.legs import Context
+from retrieval.legs import entity as entity_leg
+from retrieval.legs import run as run_legs
+from retrieval.legs.vector import rescore
+from retrieval.plan import Plan, SearchRequest, resolve
+from retrieval.pool import Candidate, Pool, row_id
+from retrieval.providers.embedders import get_embedder
+from retrieval.reads import COLUMNS
+from retrieval.thresholds import Gates
+from retrieval.thresholds import resolve as resolve_gates
+from tenancy.access import Scope
+
+EXCERPT_CHARS = 320
+READ_SCOPE_ORDER = {"": 0, "own_user": 1, "own_session": 2}
+# The components a hit always carries, and those it carries when they are not zero;
+# explain=true adds every other.
+ALWAYS_COMPONENTS = ("similarity", "relevance", "rank_score")
+MAIN_COMPONENTS = ("entity_boost", "prior", "reinforcement", "foreign", "demoted", "sensitivity_demotion")
+
+
+@dataclass
+class SearchResult:
+    hits: list[dict]
+    abstain: bool
+    abstain_code: str | None
+    abstain_reason: str | None
+    retrieval_confidence: float
+    retrieval_risk: str
+    candidates_total: int
+    namespaces_searched: list[str]
+    namespaces_skipped: list[str] = field(default_factory=list)
+    pending_extraction: int = 0
+    degraded: list[str] = field(default_factory=list)
+    next: str | None = None
+    search_mode: str = ""
+    mode_source: str = ""
+    recipe: str | None = None
+    retrieval_budget: str = ""
+    thresholds: dict = field(default_factory=dict)
+    query_entities: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    trace_id: str = ""
+
+
+class _Clock:
+    def __init__(self):
+        self.started = self.last = time.perf_counter()
+        self.stages: dict[str, float] = {}
+
+    def lap(self, stage: str):
+        now = time.perf_counter()
+        self.stages[stage] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+    @property
+    def total_ms(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 3)
+
+
+@dataclass
+class _Prepared:
+    ctx: Context
+    gates: Gates
+    floor: float
+    missing_entities: list[str]
+    skipped: list[str]
+    config: namespaces.NamespaceConfig
+
+
+def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
+    clock = _Clock()
+    if request.page:
+        result = paging.serve(scope, request.page, clock)
+        return _finish(scope, request, result, op, run_id, clock, text_capture=False)
+    prepared = _prepare(scope, request, clock)
+    ctx, degraded = prepared.ctx, []
+    pool = Pool()
+    run_legs(ctx, pool, degraded, clock.stages)
+    clock.last = time.perf_counter()
+    candidates = _complete(ctx, pool)
+    clock.lap("rescore_hydrate")
+    earned = {}
+    if ctx.plan.reinforcement_weight and request.personalization != "none":
+        earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
+    scale = fusion.fuse(candidates, ctx.plan)
+    date = ctx.shape.date if ctx.plan.mode != "temporal" else None
+    rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned))
+    ranked = rank.order(candidates)
+    clock.lap("rank")
+    served = window.shape(ranked, ctx.plan, prepared.floor)
+    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities)
+    degraded += _unserved_providers(ctx.plan)
+    result = SearchResult(
+        hits=hits(served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens,
+                  request.explain),
+        abstain=verdict.abstain,
+        abstain_code=verdict.code,
+        abstain_reason=verdict.reason,
+        retrieval_confidence=verdict.confidence,
+        retrieval_risk=verdict.risk,
+        candidates_total=len(pool),
+        namespaces_searched=ctx.namespaces,
+        namespaces_skipped=prepared.skipped,
+        degraded=degraded,
+        search_mode=ctx.plan.mode,
+        mode_source=ctx.plan.mode_source,
+        recipe=ctx.plan.recipe,
+        retrieval_budget=ctx.plan.budget,
+        thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
+        query_entities=ctx.entities,
+        notes=ctx.plan.notes,
+    )
+    if request.paging:
+        served_ids = {c.id for c in served}
+        pool_order = window.shape(ranked, replace(ctx.plan, top_k=ctx.plan.pool_size), prepared.floor)
+        rest = [c for c in pool_order if c.id not in served_ids]
+        result.next = paging.park(scope, rest, ctx.plan, request.explain, verdict)
+    clock.lap("window")
+    return _finish(scope, request, result, op, run_id, clock, prepared.config.text_capture)
+
+
+def search_trace(scope: Scope, request: SearchRequest) -> dict:
+    """The vector leg alone: every candidate's distance, similarity, entity_boost, rank_score, rank and source."""
+    clock = _Clock()
+    prepared = _prepare(scope, request, clock)
+    ctx = prepared.ctx
+    ctx.plan.legs = {"vector", "chunks"}
+    pool, degraded = Pool(), []
+    run_legs(ctx, pool, degraded, clock.stages)
+    candidates = _complete(ctx, pool)
+    wanted = {entity.lower() for entity in request.entity_filter}
+    rows = []
+    for c in candidates:
+        carried = wanted & {entity.lower() for entity in c.row["entities"]}
+        boost = rank.ENTITY_BOOST * len(carried) / len(wanted) if wanted else 0.0
+        rows.append((c, boost, c.similarity + boost))
+    rows.sort(key=lambda r: (-r[2], -r[0].similarity, r[0].id))
+    traced = [
+        {"memory_key": c.id.memory_key, "namespace": c.id.namespace, "agent": c.id.agent,
+         "session_id": c.id.session_id, "version": c.id.version, "distance": round(1 - c.similarity, 6),
+         "similarity": round(c.similarity, 6), "entity_boost": boost, "rank_score": round(score, 6),
+         "rank": position, "source": c.source, "below_threshold": c.similarity < prepared.floor}
+        for position, (c, boost, score) in enumerate(rows[: ctx.plan.top_k], 1)
+    ]  # fmt: skip
+    return {
+        "hits": traced,
+        "candidates_total": len(pool),
+        "embedding_model": ctx.model,
+        "key_axis": ctx.key_axis,
+        "thresholds": prepared.gates.as_dict(),
+        "degraded": degraded,
+        "latency_ms": clock.total_ms,
+    }
+
+
+def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
+    config = namespaces.get(scope)
+    anchor = _anchor(request)
+    shape = query_text.analyse(request.query, anchor)
+    plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
+    user_id, session_id = _read_scope(scope, request)
+    searched, skipped = _namespaces(scope, request)
+    embedder = get_embedder()
+    clock.lap("plan")
+    vector = embedder.embed(request.query).tolist()
+    clock.lap("embed")
+    gates = resolve_gates(scope.org, scope.namespace, embedder.model_name)
+    floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
+    cue = shape.date
+    temporal_window = None
+    if plan.mode == "temporal" and cue is not None:
+        half = timedelta(days=max(cue.window_days, settings.LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS))
+        temporal_window = (cue.at - half, cue.at + half)
+    elif plan.mode == "temporal":
+        plan.notes.append("temporal: no date in the query or observation_date; ordered by cosine alone")
+    found = eligibility.build(request, temporal_window, user_id, session_id)
+    ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=temporal_window)
+    ctx.key_axis = _key_axis(scope.org, scope.namespace, embedder.model_name)
+    wanted = sorted({entity.lower() for entity in request.entity_filter})
+    # entity_absent: not one of the filter's entities is in memory.
+    missing = wanted if wanted and not entity_leg.known(scope.org, searched, wanted) else []
+    if "entity" in plan.legs or "graph" in plan.legs:
+        named = entity_leg.known(scope.org, searched, entity_leg.mentioned_names(request.query))
+        ctx.entities = sorted(set(wanted) | set(named))
+    clock.lap("prepare")
+    return _Prepared(ctx, gates, floor, missing, skipped, config)
+
+
+def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
+    """Cosines for candidates a non-vector leg found (dropping any the filters exclude), and their rows."""
+    lacking = [row for row, c in pool.items() if "value_similarity" not in c.signals]
+    for row, signals in rescore(ctx, lacking).items():
+        pool[row].signals.update(signals)
+    for row in lacking:
+        if "value_similarity" not in pool[row].signals:
+            del pool[row]
+    hydrate(ctx.org, list(pool.values()))
+    return [c for c in pool.values() if c.row is not None]
+
+
+def hydrate(org: str, candidates: list[Candidate]) -> None:
+    """Attach each candidate's memory row (the exact version the legs scored)."""
+    if not candidates:
+        return
+    rows = clickhouse.query(
+        f"""
+        SELECT namespace, {COLUMNS} FROM memories FINAL
+        WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}
+          AND memory_key IN {{keys:Array(String)}}
+          AND (namespace, memory_key, agent, session_id, version) IN {{ids:{eligibility.IDENTITY_TYPE}}}
+        """,
+        {
+            "org": org,
+            "namespaces": sorted({c.id.namespace for c in candidates}),
+            "keys": sorted({c.id.memory_key for c in candidates}),
+            "ids": [c.id.as_tuple() for c in candidates],
+        },
+    )
+    by_id = {row_id(row): row for row in rows}
+    for c in candidates:
+        c.row = by_id.get(c.id)
+
+
+def hits(served: list[Candidate], home: str, bodies: str, floor_mode: str, budget_tokens: int | None,
+         explain: bool) -> list[dict]:  # fmt: skip
+    """The served window as the caller reads it, bodies cut to `bodies`, floor_mode and the token budget."""
+    budget = budget_tokens * 4 if budget_tokens else None  # ~4 characters a token
+    out = []
+    for c in served:
+        row = c.row
+        matched = c.chunk["text"] if c.source == "chunk" and c.chunk else row["value"]
+        body_mode = "none" if c.below_threshold and floor_mode == "ids_only" else bodies
+        excerpt = "" if body_mode == "none" else _excerpt(matched)
+        body = {"full": row["value"], "source": row["value"], "unit": matched}.get(body_mode)
+        truncated = False
+        if budget is not None:
+            excerpt, body, truncated, budget = _spend(excerpt, body, budget)
+        components = dict(c.components)
+        if c.id.namespace != home:
+            components["foreign"] = 1.0
+        if not explain:
+            components = {
+                k: v for k, v in components.items() if k in ALWAYS_COMPONENTS or (k in MAIN_COMPONENTS and v)
+            }
+        out.append(
+            {
+                "memory_key": c.id.memory_key,
+                "namespace": c.id.namespace,
+                "agent": c.id.agent,
+                "session_id": c.id.session_id,
+                "version": c.id.version,
+                "content_excerpt": excerpt,
+                "value": body,
+                "body_truncated": truncated,
+                "similarity": round(c.similarity, 6),
+                "rank_score": round(c.score, 6),
+                "below_threshold": c.below_threshold,
+                "source": c.source,
+                "parent_memory_key": c.id.memory_key if c.source == "chunk" else None,
+                "chunk_index": c.chunk["chunk_index"] if c.source == "chunk" and c.chunk else None,
+                "status": row["status"],
+                "superseded_by": row["superseded_by"] or None,
+                "source_class": row["source_class"],
+                "verified": False,
+                "memory_type": row["memory_type"],
+                "tags": row["tags"],
+                "entities": row["entities"],
+                "valid_at": row["valid_at"],
+                "created_at": row["created_at"],
+                "score_components": {k: round(v, 6) if isinstance(v, float) else v for k, v in components.items()},
+            }
+        )
+    return out
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rstrip() + "…"
+
+
+def _spend(excerpt: str, body: str | None, budget: int):
+    """Charge this hit's body against the remaining budget, cutting what does not fit."""
+    text = body if body is not None else excerpt
+    if len(text) <= budget:
+        return excerpt, body, False, budget - len(text)
+    cut = text[:budget]
+    return (cut if body is None else excerpt[:budget]), (cut if body is not None else None), True, 0
+
+
+def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, text_capture: bool) -> SearchResult:
+    result.latency_ms = clock.total_ms
+    result.stage_ms = clock.stages
+    result.trace_id = uuid.uuid4().hex
+    if settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
+        try:
+            trace.record(scope, request, result, op, run_id, text_capture)
+        except clickhouse.ClickHouseError:
+            result.degraded.append("trace_log")
+    return result
+
+
+def _anchor(request: SearchRequest) -> datetime:
+    if request.observation_date is not None:
+        return datetime.combine(request.observation_date, datetime.min.time(), UTC)
+    return request.as_of or datetime.now(UTC)
+
+
+def _read_scope(scope: Scope, request: SearchRequest) -> tuple[str | None, str | None]:
+    """The user and session filters in force: the token's read_scope is a ceiling a request only narrows."""
+    claim, asked = scope.read_scope or "", request.read_scope or ""
+    effective = max(claim, asked, key=READ_SCOPE_ORDER.__getitem__)
+    user_id, session_id = request.user_id, request.session_id
+    if effective in ("own_user", "own_session") and (not user_id or user_id == "-"):
+        raise Rejected("MISSING_FIELD", f"read_scope {effective} needs the request's user_id", "user_id", 422)
+    if effective == "own_session" and (not session_id or session_id == "-"):
+        raise Rejected("MISSING_FIELD", "read_scope own_session needs the request's session_id", "session_id", 422)
+    return user_id, session_id
+
+
+def _namespaces(scope: Scope, request: SearchRequest) -> tuple[list[str], list[str]]:
+    """The addressed namespace, plus (all_mine) the caller's others up to the fan-out cap."""
+    wanted = request.namespace_scope or settings.LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE
+    if wanted != "all_mine":
+        return [scope.namespace], []
+    if scope.namespaces is not None:
+        others = sorted(scope.namespaces - {scope.namespace})
+    else:
+        others = [ns for ns in namespaces.names(scope.org) if ns != scope.namespace]
+    cap = settings.LOOM_MEMORY_SEARCH_FANOUT_MAX_NAMESPACES
+    return [scope.namespace] + others[:cap], others[cap:]
+
+
+_key_axis_cache: dict[tuple[str, str, str], tuple[float, bool]] = {}
+
+
+def _key_axis(org: str, namespace: str, model: str) -> bool:
+    """On, off, or (auto) on when the namespace reuses its keys: then keys name attributes."""
+    mode = settings.LOOM_MEMORY_SEARCH_KEY_AXIS
+    if mode != "auto":
+        return mode == "on"
+    cached = _key_axis_cache.get((org, namespace, model))
+    if cached and time.monotonic() - cached[0] < 60:
+        return cached[1]
+    share = clickhouse.query_value(
+        """
+        SELECT if(count() = 0, 0, 1 - uniqExact(memory_key) / count()) FROM memory_embeddings FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}
+          AND status = 'active'
+        """,
+        {"org": org, "namespace": namespace, "model": model},
+    )
+    on = share >= settings.LOOM_MEMORY_SEARCH_KEY_AXIS_AUTO_REUSE_SHARE
+    _key_axis_cache[(org, namespace, model)] = (time.monotonic(), on)
+    return on
+
+
+def _unserved_providers(plan: Plan) -> list[str]:
+    """Model calls a plan asked for that this deployment cannot make yet: named, never silently dropped."""
+    degraded = []
+    if plan.hyde:
+        degraded.append("hyde:no_llm")
+    if plan.rerank and not (plan.budget == "fast" and plan.rerank.startswith("builtin:openai")):
+        degraded.append(f"rerank:{plan.rerank}:unavailable")
+    return degraded
