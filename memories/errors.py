@@ -53,7 +53,6 @@ _VALIDATION = {
     "null": "INVALID_TYPE",
     "not_a_list": "INVALID_TYPE",
     "not_a_dict": "INVALID_TYPE",
-    "invalid": "INVALID_TYPE",
     "value_too_large": "VALUE_TOO_LARGE",
     "too_many_items": "TOO_MANY_ITEMS",
     "invalid_key": "INVALID_KEY",

@@ -19,6 +19,7 @@ _FIXED = {
 }  # fmt: skip
 _DATETIME64 = re.compile(r"^DateTime64\((\d)(?:,\s*'[^']*')?\)$")
 _ENUM8 = re.compile(r"^Enum8\((.*)\)$")
+_MAP = re.compile(r"^Map\((\w+),\s*(\w+)\)$")
 
 
 def _varint(value: int) -> bytes:
@@ -83,6 +84,12 @@ def encode_column(ch_type: str, values: list) -> bytes:
         offsets = np.cumsum([len(value) for value in values], dtype="<u8")
         flat = [item for value in values for item in value]
         return offsets.tobytes() + encode_column(inner, flat)
+    if match := _MAP.match(ch_type):
+        key_type, value_type = match.group(1), match.group(2)
+        offsets = np.cumsum([len(value) for value in values], dtype="<u8")
+        pairs = [item for value in values for item in value.items()]
+        return (offsets.tobytes() + encode_column(key_type, [k for k, _ in pairs])
+                + encode_column(value_type, [v for _, v in pairs]))  # fmt: skip
     raise TypeError(f"no Native encoding for column type {ch_type}")
 
 

@@ -58,7 +58,7 @@ DEFAULTS = {
 class SearchRequest:
     """A memory.search as the caller sent it; None means 'not set'."""
 
-    query: str
+    query: str = ""
     top_k: int | None = None
     search_mode: str | None = None
     recipe: str | None = None

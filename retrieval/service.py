@@ -5,6 +5,7 @@ plan -> embed -> legs -> rescore and hydrate -> fuse -> rank terms -> window
 `degraded` and the search goes on.
 """
 
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,8 @@ from retrieval.reads import COLUMNS
 from retrieval.thresholds import Gates
 from retrieval.thresholds import resolve as resolve_gates
 from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
 
 EXCERPT_CHARS = 320
 READ_SCOPE_ORDER = {"": 0, "own_user": 1, "own_session": 2}
@@ -312,7 +315,8 @@ def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, tex
     if settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
         try:
             trace.record(scope, request, result, op, run_id, text_capture)
-        except clickhouse.ClickHouseError:
+        except Exception as exc:  # the log fails open: the search has its answer
+            log.warning("search trace log write failed: %s", exc)
             result.degraded.append("trace_log")
     return result
 

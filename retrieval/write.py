@@ -303,7 +303,8 @@ class _Graph:
         ident = {k: row[k] for k in _IDENTITY}
         base = {**ident, "revision": row["revision"], "status": ACTIVE, "created_at": now}
         entities = sorted({entity.lower() for entity in row["entities"]})
-        self.mentions += [{**base, "entity": entity} for entity in entities]
+        named = {part.lower() for subject, _, obj in row["triples"] for part in (subject, obj)}
+        self.mentions += [{**base, "entity": entity} for entity in sorted(set(entities) | named)]
         pairs = {(a, b, "co_mention") for a in entities for b in entities if a != b}
         for subject, relation, obj in row["triples"]:
             subject, obj = subject.lower(), obj.lower()

@@ -85,3 +85,40 @@ def call(db):
         return Reply(response.status_code, response.json())
 
     return call
+
+
+class Agent:
+    """One token's view of the API, for tests that write then search."""
+
+    def __init__(self, call, token: str, namespace: str = "default"):
+        self.call, self.token, self.namespace = call, token, namespace
+
+    def set(self, *items: dict, **common) -> Reply:
+        body = {"namespace": self.namespace, "items": [dict(item) for item in items], **common}
+        reply = self.call("memory.set", body, self.token)
+        assert reply.status in (200, 201), reply.json
+        return reply
+
+    def search(self, query: str, **fields) -> Reply:
+        return self.call("memory.search", {"namespace": self.namespace, "query": query, **fields}, self.token)
+
+    def hits(self, query: str, **fields) -> list[str]:
+        reply = self.search(query, **fields)
+        assert reply.status == 200, reply.json
+        return [hit["memory_key"] for hit in reply.json["hits"]]
+
+
+@pytest.fixture
+def agent(alice, call):
+    """An admin of a fresh org, searching namespace 'default' (on the backend the test runs on)."""
+    return Agent(call, alice.token("admin"))
+
+
+@pytest.fixture
+def ranker(agent):
+    """An agent whose namespace has no similarity floor, so the ranking alone orders the window."""
+    reply = agent.call(
+        "namespace.register", {"namespace": agent.namespace, "retrieval_defaults": {"min_similarity": 0}}, agent.token
+    )
+    assert reply.status in (200, 201), reply.json
+    return agent

@@ -1,0 +1,157 @@
+"""memory.search: each rank term decides a near-tie, and none outranks clear relevance."""
+
+import pytest
+
+SAME = "the quarterly report is due on friday"
+
+
+def order(reply):
+    return [hit["memory_key"] for hit in reply.json["hits"]]
+
+
+def components(reply):
+    return {hit["memory_key"]: hit["score_components"] for hit in reply.json["hits"]}
+
+
+def test_entity_boost_is_half_the_share_of_entity_filter_carried(backend, ranker):
+    ranker.set(
+        {"memory_key": "one", "value": SAME, "entities": ["Acme"]},
+        {"memory_key": "both", "value": SAME, "entities": ["Acme", "Globex"]},
+    )
+    reply = ranker.search("quarterly report", entity_filter=["acme", "Globex"], explain=True)
+    assert order(reply) == ["both", "one"]
+    assert components(reply)["both"]["entity_boost"] == 0.5 and components(reply)["one"]["entity_boost"] == 0.25
+
+
+def test_a_recency_cue_lifts_the_newest_and_a_first_cue_the_oldest(backend, ranker):
+    ranker.set({"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
+               {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"})  # fmt: skip
+    latest = ranker.search("what is the latest quarterly report", explain=True)
+    assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == 0.05
+    first = ranker.search("what was the first quarterly report", explain=True)
+    assert order(first) == ["old", "new"] and components(first)["old"]["chronology"] == 0.05
+
+
+def test_a_date_in_the_question_lifts_rows_anchored_near_it(backend, ranker):
+    ranker.set({"memory_key": "march", "value": SAME, "valid_at": "2024-03-02T00:00:00Z"},
+               {"memory_key": "july", "value": SAME, "valid_at": "2024-07-02T00:00:00Z"})  # fmt: skip
+    reply = ranker.search("quarterly report on 2 March 2024", explain=True)
+    assert order(reply) == ["march", "july"]
+    assert components(reply)["march"]["date"] == 0.05 and components(reply)["july"]["date"] == 0.0
+
+
+def test_confidence_prior_orders_equal_rows(backend, ranker):
+    ranker.set({"memory_key": "sure", "value": SAME, "confidence": 0.9},
+               {"memory_key": "unsure", "value": SAME, "confidence": 0.2})  # fmt: skip
+    reply = ranker.search("quarterly report", explain=True)
+    assert order(reply) == ["sure", "unsure"]
+    assert components(reply)["sure"]["confidence_prior"] == pytest.approx(0.09)
+    assert ranker.search("quarterly report", confidence_weight=0, explain=True).json["hits"][0]["score_components"]["prior"] == 0
+
+
+def test_tags_soft_and_category_soft_boost_without_filtering_and_the_prior_group_is_capped(backend, ranker, settings):
+    ranker.set({"memory_key": "plain", "value": SAME, "confidence": 0.5},
+               {"memory_key": "tagged", "value": SAME, "confidence": 0.5, "tags": ["finance"], "category": "reports"})  # fmt: skip
+    reply = ranker.search("quarterly report", tags_soft=["finance"], category_soft="reports", explain=True)
+    assert order(reply) == ["tagged", "plain"]
+    tagged = components(reply)["tagged"]
+    assert (tagged["tag_boost"], tagged["category_boost"]) == (0.05, 0.05)
+    assert tagged["prior"] == pytest.approx(0.15)  # 0.05 + 0.05 + 0.05, at the cap
+    settings.LOOM_MEMORY_PRIOR_CAP = 0.08
+    capped = components(ranker.search("quarterly report", tags_soft=["finance"], category_soft="reports", explain=True))
+    assert capped["tagged"]["prior"] == pytest.approx(0.08) and capped["plain"]["prior"] == pytest.approx(0.05)
+
+
+def test_reinforcement_lifts_used_rows_and_harm_takes_it_back_but_never_below_relevance(backend, ranker, call):
+    ranker.set({"memory_key": "a", "value": SAME}, {"memory_key": "b", "value": SAME})
+    assert order(ranker.search("quarterly report")) == ["a", "b"]  # the name breaks the tie
+    outcome = call("memory.outcome", {"memory_keys": ["b"], "outcome": "positive"}, ranker.token)
+    assert outcome.status == 200 and outcome.json["recorded"] == 1
+    lifted = ranker.search("quarterly report", explain=True)
+    assert order(lifted) == ["b", "a"]
+    assert components(lifted)["b"]["reinforcement"] == pytest.approx(0.15 * (1 - 2.718281828 ** -1), abs=1e-4)
+    call("memory.outcome", {"memory_keys": ["b"], "outcome": "harm", "weight": 5}, ranker.token)
+    harmed = ranker.search("quarterly report", explain=True)
+    assert components(harmed)["b"]["reinforcement"] == 0.0  # taken back, not negative
+    assert components(harmed)["b"]["rank_score"] == pytest.approx(components(harmed)["a"]["rank_score"])
+
+
+def test_trust_weight_is_off_by_default_and_orders_by_provenance_when_set(backend, ranker, settings):
+    ranker.set({"memory_key": "external", "value": SAME, "source_class": "external"},
+               {"memory_key": "stated", "value": SAME, "source_class": "asserted"})  # fmt: skip
+    assert "trust" not in components(ranker.search("quarterly report", explain=True))["stated"]
+    settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT = 0.1
+    reply = ranker.search("quarterly report", explain=True)
+    assert order(reply) == ["stated", "external"]
+    assert components(reply)["stated"]["trust"] == 0.05 and components(reply)["external"]["trust"] == -0.1
+
+
+def test_demote_tags_sinks_a_row_to_the_bottom_without_dropping_it(backend, ranker):
+    ranker.set({"memory_key": "best", "value": "quarterly report due friday", "tags": ["stale"]},
+               {"memory_key": "worse", "value": "weekly standup notes"})  # fmt: skip
+    assert order(ranker.search("quarterly report due friday")) == ["best", "worse"]
+    reply = ranker.search("quarterly report due friday", demote_tags=["stale"], explain=True)
+    assert order(reply) == ["worse", "best"] and components(reply)["best"]["demoted"] == -10.0
+
+
+def test_sensitive_rows_are_lowered_unless_the_query_asks_for_a_contact_detail(backend, ranker):
+    ranker.set({"memory_key": "private", "value": "dana's phone number and email", "sensitivity": "medium"},
+               {"memory_key": "public", "value": "dana's phone number and email"})  # fmt: skip
+    reply = ranker.search("dana's number", explain=True)
+    assert order(reply) == ["public", "private"]
+    assert components(reply)["private"]["sensitivity_demotion"] == -0.1
+    asked = ranker.search("what is dana's phone", explain=True)
+    assert "sensitivity_demotion" not in components(asked)["private"]
+    assert order(ranker.search("dana's IBAN")) == ["private", "public"]
+
+
+def test_personalization_none_drops_every_user_derived_term(backend, ranker, call):
+    ranker.set({"memory_key": "a", "value": SAME, "confidence": 0.1}, {"memory_key": "b", "value": SAME, "tags": ["t"]})
+    call("memory.outcome", {"memory_keys": ["a"], "outcome": "positive", "weight": 3}, ranker.token)
+    default = components(ranker.search("quarterly report", tags_soft=["t"], explain=True))
+    assert default["a"]["reinforcement"] > 0 and default["b"]["prior"] > 0
+    plain = ranker.search("quarterly report", tags_soft=["t"], personalization="none", explain=True)
+    for parts in components(plain).values():
+        assert not {"prior", "reinforcement", "confidence_prior", "tag_boost"} & set(parts)
+        assert parts["rank_score"] == pytest.approx(parts["relevance"], abs=1e-6)
+
+
+def test_source_classes_outside_the_eligible_list_earn_no_priors(backend, ranker, settings):
+    settings.LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE = ["asserted", "observed"]
+    ranker.set({"memory_key": "inferred", "value": SAME, "source_class": "extracted"},
+               {"memory_key": "stated", "value": SAME, "confidence": 0.3})  # fmt: skip
+    reply = ranker.search("quarterly report", explain=True)
+    assert "prior" not in components(reply)["inferred"] and components(reply)["stated"]["prior"] > 0
+    assert order(reply) == ["stated", "inferred"]
+
+
+def test_key_match_breaks_a_tie_by_the_stemmed_key(backend, ranker):
+    ranker.set({"memory_key": "misc.note", "value": SAME}, {"memory_key": "report.quarterly", "value": SAME})
+    reply = ranker.search("quarterly report", explain=True)
+    assert order(reply) == ["report.quarterly", "misc.note"]
+    assert components(reply)["report.quarterly"]["key_match"] == pytest.approx(0.01)
+
+
+def test_pinned_is_not_a_rank_term(backend, ranker):
+    ranker.set({"memory_key": "a", "value": SAME}, {"memory_key": "b", "value": SAME, "pinned": True})
+    reply = ranker.search("quarterly report", explain=True)
+    assert order(reply) == ["a", "b"]
+    assert components(reply)["a"]["rank_score"] == components(reply)["b"]["rank_score"]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid", "bm25_hybrid", "rrf"])
+def test_maximal_priors_and_reinforcement_never_lift_a_less_relevant_row_over_a_clearly_more_relevant_one(backend, ranker, call, mode):
+    ranker.set(
+        {"memory_key": "relevant", "value": "the quarterly finance report is due on friday", "confidence": 0.0,
+         "source_class": "external"},
+        {"memory_key": "boosted", "value": "lunch menu for the offsite", "confidence": 1.0, "tags": ["t"],
+         "category": "c"},
+    )  # fmt: skip
+    for _ in range(5):
+        call("memory.outcome", {"memory_keys": ["boosted"], "outcome": "positive", "weight": 10}, ranker.token)
+    reply = ranker.search("quarterly finance report due friday", search_mode=mode, tags_soft=["t"],
+                          category_soft="c", explain=True)  # fmt: skip
+    parts = components(reply)
+    assert parts["boosted"]["reinforcement"] == pytest.approx(0.15, abs=1e-3)  # saturated
+    assert parts["boosted"]["prior"] == pytest.approx(0.15)  # at the cap
+    assert order(reply)[0] == "relevant"
