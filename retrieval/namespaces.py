@@ -5,6 +5,7 @@ stores its configuration (the newest registration wins).
 """
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -25,7 +26,23 @@ class NamespaceConfig:
     updated_by: str = ""
 
 
+# Every search reads its namespace's configuration: keep it a few seconds. A change
+# made in this process is seen at once; another process sees it within CACHE_SECONDS.
+CACHE_SECONDS = 5.0
+_cache: dict[tuple[str, str], tuple[float, NamespaceConfig]] = {}
+
+
 def get(scope: Scope) -> NamespaceConfig:
+    key = (scope.org, scope.namespace)
+    cached = _cache.get(key)
+    if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
+        return cached[1]
+    config = _read(scope)
+    _cache[key] = (time.monotonic(), config)
+    return config
+
+
+def _read(scope: Scope) -> NamespaceConfig:
     rows = clickhouse.query(
         """
         SELECT * FROM namespaces FINAL
@@ -50,7 +67,7 @@ def get(scope: Scope) -> NamespaceConfig:
 
 def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
     """Create or update; fields not in `changes` keep their registered value. Returns (config, created)."""
-    config = get(scope)
+    config = _read(scope)
     created = not config.registered
     for name, value in changes.items():
         setattr(config, name, value)
@@ -71,6 +88,7 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
             }
         ],
     )
+    _cache[(scope.org, scope.namespace)] = (time.monotonic(), config)
     return config, created
 
 

@@ -66,8 +66,8 @@ def serve(scope: Scope, page: str, clock):
     shown = parked["window"]
     start, top_k = int(offset), shown["top_k"]
     candidates = [
-        Candidate(RowId(*item["id"]), item["signals"], item["chunk"], None, item["components"],
-                  item["relevance"], item["score"], item["below_threshold"])
+        Candidate(RowId(*item["id"]), signals=item["signals"], chunk=item["chunk"], components=item["components"],
+                  relevance=item["relevance"], score=item["score"], below_threshold=item["below_threshold"])
         for item in parked["candidates"][start : start + top_k]
     ]  # fmt: skip
     service.hydrate(scope.org, candidates)

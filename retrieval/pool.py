@@ -23,7 +23,8 @@ class Candidate:
     id: RowId
     signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output
     chunk: dict | None = None  # the best passage, when the chunk leg found one
-    row: dict | None = None  # the memory row, once hydrated
+    meta: dict | None = None  # the row's filter and rank columns, from its vector row
+    row: dict | None = None  # the memory row, hydrated for the served window only
     components: dict[str, float] = field(default_factory=dict)
     relevance: float = 0.0  # the fused score, before rank terms
     score: float = 0.0  # what the window is sorted by
@@ -46,10 +47,12 @@ class Candidate:
 class Pool(dict):
     """RowId -> Candidate; a signal reported twice keeps its best value."""
 
-    def add(self, row_id: RowId, signals: dict[str, float], chunk: dict | None = None) -> Candidate:
+    def add(self, row_id: RowId, signals: dict[str, float], chunk: dict | None = None, meta: dict | None = None):
         candidate = self.get(row_id)
         if candidate is None:
             candidate = self[row_id] = Candidate(row_id)
+        if meta is not None:
+            candidate.meta = meta
         for name, value in signals.items():
             candidate.signals[name] = max(value, candidate.signals.get(name, value))
         if chunk is not None and signals.get("chunk_similarity", 0) >= candidate.signals.get("chunk_similarity", 0):

@@ -9,7 +9,6 @@ capped at LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
 
@@ -46,7 +45,7 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     wanted_entities = {entity.lower() for entity in request.entity_filter}
     newness = _newness(candidates) if (inputs.shape.recency or inputs.shape.earliest or plan.recency_pool_weight) else {}
     for c in candidates:
-        row, terms = c.row, {}
+        row, terms = c.meta, {}
         if wanted_entities:
             carried = wanted_entities & {entity.lower() for entity in row["entities"]}
             terms["entity_boost"] = ENTITY_BOOST * len(carried) / len(wanted_entities)
@@ -59,7 +58,7 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
             if plan.recency_pool_weight:
                 terms["recency_pool"] = plan.recency_pool_weight * fresh
         if inputs.date is not None and plan.mode != "temporal":
-            off_by_days = abs((_dated(row) - inputs.date.at).total_seconds()) / 86400
+            off_by_days = abs((row["dated_at"] - inputs.date.at).total_seconds()) / 86400
             terms["date"] = DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))
         if personal and row["source_class"] in eligible:
             confidence = row["confidence"] * plan.confidence_weight
@@ -90,13 +89,9 @@ def order(candidates: list[Candidate]) -> list[Candidate]:
                                              c.id.agent, c.id.session_id, -c.id.version))  # fmt: skip
 
 
-def _dated(row: dict) -> datetime:
-    return row["valid_at"] or row["created_at"]
-
-
 def _newness(candidates: list[Candidate]) -> dict:
     """Each candidate's place from oldest (0) to newest (1) in the pool."""
-    ordered = sorted(candidates, key=lambda c: (_dated(c.row), c.id))
+    ordered = sorted(candidates, key=lambda c: (c.meta["dated_at"], c.id))
     span = max(len(ordered) - 1, 1)
     return {c.id: index / span for index, c in enumerate(ordered)}
 

@@ -100,7 +100,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     run_legs(ctx, pool, degraded, clock.stages)
     clock.last = time.perf_counter()
     candidates = _complete(ctx, pool)
-    clock.lap("rescore_hydrate")
+    clock.lap("rescore")
     earned = {}
     if ctx.plan.reinforcement_weight and request.personalization != "none":
         earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
@@ -110,6 +110,8 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     ranked = rank.order(candidates)
     clock.lap("rank")
     served = window.shape(ranked, ctx.plan, prepared.floor)
+    hydrate(ctx.org, served)
+    served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities)
     degraded += _unserved_providers(ctx.plan)
     result = SearchResult(
@@ -153,7 +155,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
     wanted = {entity.lower() for entity in request.entity_filter}
     rows = []
     for c in candidates:
-        carried = wanted & {entity.lower() for entity in c.row["entities"]}
+        carried = wanted & {entity.lower() for entity in c.meta["entities"]}
         boost = rank.ENTITY_BOOST * len(carried) / len(wanted) if wanted else 0.0
         rows.append((c, boost, c.similarity + boost))
     rows.sort(key=lambda r: (-r[2], -r[0].similarity, r[0].id))
@@ -209,15 +211,11 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
 
 
 def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
-    """Cosines for candidates a non-vector leg found (dropping any the filters exclude), and their rows."""
-    lacking = [row for row, c in pool.items() if "value_similarity" not in c.signals]
-    for row, signals in rescore(ctx, lacking).items():
-        pool[row].signals.update(signals)
-    for row in lacking:
-        if "value_similarity" not in pool[row].signals:
-            del pool[row]
-    hydrate(ctx.org, list(pool.values()))
-    return [c for c in pool.values() if c.row is not None]
+    """Cosines and rank columns for candidates a non-vector leg found, dropping any the filters exclude."""
+    lacking = [row for row, c in pool.items() if c.meta is None]
+    for row, signals, _, meta in rescore(ctx, lacking):
+        pool.add(row, signals, None, meta)
+    return [c for c in pool.values() if c.meta is not None]
 
 
 def hydrate(org: str, candidates: list[Candidate]) -> None:

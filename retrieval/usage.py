@@ -4,6 +4,7 @@ A positive event lifts a row; a harm event takes earned lift back, never more:
 reinforcement is never negative, so harm cannot rank a row below its relevance.
 """
 
+import time
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -15,8 +16,14 @@ from tenancy.access import Scope
 OUTCOMES = ("positive", "harm")
 
 
+# Most namespaces never record an outcome: remember which do, so their searches skip the read.
+CACHE_SECONDS = 10.0
+_with_events: dict[str, tuple[float, set[tuple[str, str]]]] = {}
+
+
 def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: str = "") -> int:
     now = datetime.now(UTC)
+    _namespaces_with_events(scope.org).add((scope.org, scope.namespace))
     return clickhouse.insert(
         "memory_usage",
         [
@@ -29,6 +36,8 @@ def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: s
 
 def earned(org: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """(namespace, key) -> earned reinforcement in 0..1, decayed with the half-life."""
+    with_events = _namespaces_with_events(org)
+    keys = {(namespace, key) for namespace, key in keys if (org, namespace) in with_events}
     if not keys:
         return {}
     rows = clickhouse.query_rows(
@@ -48,3 +57,13 @@ def earned(org: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]
         key: max(0.0, rank.decayed(found["positive"], half_life) - rank.decayed(found["harm"], half_life))
         for key, found in events.items()
     }
+
+
+def _namespaces_with_events(org: str) -> set[tuple[str, str]]:
+    cached = _with_events.get(org)
+    if cached is None or time.monotonic() - cached[0] >= CACHE_SECONDS:
+        rows = clickhouse.query_rows(
+            "SELECT DISTINCT namespace FROM memory_usage WHERE org = {org:String}", {"org": org}
+        )
+        cached = _with_events[org] = (time.monotonic(), {(org, row[0]) for row in rows})
+    return cached[1]

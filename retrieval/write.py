@@ -231,6 +231,8 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
                     "status": ACTIVE,
                     **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
                     "source_class": row["source_class"],
+                    "confidence": row["confidence"],
+                    "sensitivity": row["sensitivity"],
                     "dated_at": row["valid_at"] or row["created_at"],
                     "embedding_dim": len(plan.head_vector),
                     "value_vector": plan.head_vector,

@@ -37,22 +37,26 @@ class Context:
     window: tuple[datetime, datetime] | None = None
 
     def params(self, **more) -> dict:
+        """The parameters every leg binds; a leg that reads the query vector adds `q=ctx.vector`."""
         return {
             "org": self.org,
             "namespaces": self.namespaces,
             "model": self.model,
             "statuses": self.eligible.statuses,
             "pool": self.plan.pool_size,
-            "q": self.vector,
             **self.eligible.params,
             **more,
         }
 
 
-def rows_to_hits(rows: list[dict], signals) -> list[tuple[RowId, dict, dict | None]]:
+# A hit as legs report it: identity, signals, the best chunk (chunk leg), the rank columns (vector legs).
+Hit = tuple[RowId, dict, dict | None, dict | None]
+
+
+def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
     """Pair each result row's identity with the signals `signals(row)` reads off it."""
     return [
-        (RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]), signals(r), None)
+        (RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]), signals(r), None, None)
         for r in rows
     ]
 
@@ -70,8 +74,8 @@ def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float
             continue
         started = time.perf_counter()
         try:
-            for row_id, signals, chunk in leg(ctx):
-                pool.add(row_id, signals, chunk)
+            for row_id, signals, chunk, meta in leg(ctx):
+                pool.add(row_id, signals, chunk, meta)
         except Exception as exc:  # a leg fails open; the search goes on
             log.warning("search leg %s failed: %s", name, exc)
             degraded.append(f"leg:{name}")

@@ -21,13 +21,14 @@ def run(ctx: Context):
         ORDER BY chunk_sim DESC, {TIE_BREAK}
         LIMIT {{pool:UInt32}}
         """,
-        ctx.params(),
+        ctx.params(q=ctx.vector),
     )
     return [
         (
             RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]),
             {"chunk_similarity": r["chunk_sim"]},
             {"text": r["text"], "start_char": r["start_char"], "chunk_index": r["chunk_index"]},
+            None,
         )
         for r in rows
     ]

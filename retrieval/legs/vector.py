@@ -6,46 +6,59 @@ the attribute a key encodes finds the row by its key.
 
 from retrieval import clickhouse
 from retrieval.eligibility import IDENTITY_TYPE
-from retrieval.legs import TIE_BREAK, Context, rows_to_hits
+from retrieval.legs import TIE_BREAK, Context, Hit
 from retrieval.pool import RowId
 
+# What ranking reads of a row, carried on its vector row so the pool is ranked without `memories`.
+META = ("memory_type", "tags", "category", "entities", "source_class", "confidence", "sensitivity", "dated_at")
 
-def _similarities(ctx: Context) -> str:
-    value = "dotProduct(value_vector, {q:Array(Float32)}) AS value_sim"
+
+def _select(ctx: Context) -> str:
     key = "dotProduct(key_vector, {q:Array(Float32)})" if ctx.key_axis else "toFloat32(0)"
-    return f"{value}, {key} AS key_sim"
+    return (
+        "namespace, memory_key, agent, session_id, version, "
+        f"dotProduct(value_vector, {{q:Array(Float32)}}) AS value_sim, {key} AS key_sim, {', '.join(META)}"
+    )
 
 
-def _signals(row: dict) -> dict:
-    return {"value_similarity": row["value_sim"], "key_similarity": row["key_sim"]}
+def _hits(rows: list[dict]) -> list[Hit]:
+    return [
+        (
+            RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]),
+            {"value_similarity": r["value_sim"], "key_similarity": r["key_sim"]},
+            None,
+            {name: r[name] for name in META},
+        )
+        for r in rows
+    ]
 
 
 def run(ctx: Context):
     rows = clickhouse.query(
         f"""
-        SELECT namespace, memory_key, agent, session_id, version, {_similarities(ctx)}
+        SELECT {_select(ctx)}
         FROM memory_embeddings FINAL
         WHERE {ctx.eligible.where()}
         ORDER BY greatest(value_sim, key_sim) DESC, {TIE_BREAK}
         LIMIT {{pool:UInt32}}
         """,
-        ctx.params(),
+        ctx.params(q=ctx.vector),
     )
-    return rows_to_hits(rows, _signals)
+    return _hits(rows)
 
 
-def rescore(ctx: Context, ids: list[RowId]) -> dict[RowId, dict]:
-    """Vector similarities of these rows, if they are eligible; a row missing from the answer is not."""
+def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
+    """Similarities and rank columns of these rows, if they are eligible; a row missing from the answer is not."""
     if not ids:
-        return {}
+        return []
     rows = clickhouse.query(
         f"""
-        SELECT namespace, memory_key, agent, session_id, version, {_similarities(ctx)}
+        SELECT {_select(ctx)}
         FROM memory_embeddings FINAL
         WHERE {ctx.eligible.where()}
           AND memory_key IN {{keys:Array(String)}}
           AND (namespace, memory_key, agent, session_id, version) IN {{ids:{IDENTITY_TYPE}}}
         """,
-        ctx.params(keys=sorted({i.memory_key for i in ids}), ids=[i.as_tuple() for i in ids]),
+        ctx.params(q=ctx.vector, keys=sorted({i.memory_key for i in ids}), ids=[i.as_tuple() for i in ids]),
     )
-    return {row_id: signals for row_id, signals, _ in rows_to_hits(rows, _signals)}
+    return _hits(rows)

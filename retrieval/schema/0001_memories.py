@@ -49,7 +49,8 @@ STATEMENTS = [
     # the live model's vectors, so rows of another model are skipped by the
     # primary key. CODEC(NONE) on the vectors: they do not compress, and LZ4
     # made the scan ~4x slower here (DESIGN.md). embedding_dim = 0 marks a stub
-    # awaiting the embedder.
+    # awaiting the embedder. The row's filter and rank columns ride along, so a
+    # search ranks its pool without reading `memories`.
     """
     CREATE TABLE IF NOT EXISTS memory_embeddings (
         org String,
@@ -68,6 +69,8 @@ STATEMENTS = [
         user_id String,
         run_id String,
         source_class LowCardinality(String),
+        confidence Float32,
+        sensitivity LowCardinality(String),
         dated_at DateTime64(3, 'UTC') COMMENT 'coalesce(valid_at, created_at): what the temporal leg windows on',
         embedding_dim UInt16,
         value_vector Array(Float32) CODEC(NONE),

@@ -1,0 +1,123 @@
+"""memory.search latency at 10k and 100k memories in one namespace, against a numpy exact scan.
+
+    .venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 60] [--budget fast]
+
+Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled with a
+running number, written through the service layer (fake embedder, 384-d);
+queries are the LoCoMo questions. Each search runs the `fast` budget through
+`service.search()`, the path REST and the Lab call. The baseline, timed in the
+same run on the same vectors: numpy `X @ q` and an argpartition top-k over a
+float32 matrix already in memory. Reported: median (p50) and p95 per search,
+and the p50 ratio to numpy.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-search-")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+
+from retrieval import clickhouse, schema, service, write  # noqa: E402
+from retrieval.plan import SearchRequest  # noqa: E402
+from retrieval.providers.embedders import get_embedder  # noqa: E402
+from tenancy.access import Scope  # noqa: E402
+from tenancy.roles import Role  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
+
+
+def corpus() -> tuple[list[str], list[str]]:
+    if DATA.exists():
+        turns = [json.loads(line)["text"] for line in (DATA / "memories.jsonl").open()]
+        questions = [json.loads(line)["question"] for line in (DATA / "queries.jsonl").open()]
+        return turns, questions
+    turns = [f"note {i}: the team discussed option {i % 31} for project {i % 7}" for i in range(1500)]
+    return turns, [f"what did the team say about option {i}" for i in range(100)]
+
+
+def load(scope: Scope, size: int, turns: list[str]) -> None:
+    for start in range(0, size, 500):
+        batch = [
+            write.MemoryInput(memory_key=f"m{i}", value=f"{turns[i % len(turns)]} (#{i})")
+            for i in range(start, min(start + 500, size))
+        ]
+        write.set_memories(scope, batch)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def numpy_baseline(scope: Scope, questions: list[str], top_k: int) -> list[float]:
+    rows = clickhouse.query_rows(
+        "SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String} AND namespace = {ns:String}",
+        {"org": scope.org, "ns": scope.namespace},
+    )
+    matrix = np.array([row[0] for row in rows], dtype=np.float32)
+    embedder = get_embedder()
+    timings = []
+    for question in questions:
+        q = embedder.embed(question)
+        start = time.perf_counter()
+        scores = matrix @ q
+        best = np.argpartition(-scores, top_k)[:top_k]
+        best[np.argsort(-scores[best])]
+        timings.append((time.perf_counter() - start) * 1000)
+    return timings
+
+
+def searches(scope: Scope, questions: list[str], budget: str, top_k: int) -> tuple[list[float], dict]:
+    timings, stages = [], {}
+    for question in questions:
+        start = time.perf_counter()
+        result = service.search(scope, SearchRequest(query=question, retrieval_budget=budget, top_k=top_k))
+        timings.append((time.perf_counter() - start) * 1000)
+        for stage, ms in result.stage_ms.items():
+            stages.setdefault(stage, []).append(ms)
+    return timings, {stage: statistics.median(values) for stage, values in stages.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--budget", default="fast", choices=["fast", "standard", "deep"])
+    parser.add_argument("--top-k", type=int, default=10)
+    args = parser.parse_args()
+    schema.apply()
+    turns, questions = corpus()
+    questions = questions[: args.queries]
+    print(f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
+          f"(384-d), embedded ClickHouse; ms per search")  # fmt: skip
+    print(f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'numpy p50':>10} {'numpy p95':>10} {'p50 ratio':>10}")
+    stage_report = []
+    for size in args.sizes:
+        scope = Scope(org="bench", namespace=f"size-{size}", role=Role.ADMIN, subject="bench")
+        load(scope, size, turns)
+        searches(scope, questions[:5], args.budget, args.top_k)  # warm caches and the engine
+        found, stages = searches(scope, questions, args.budget, args.top_k)
+        base = numpy_baseline(scope, questions, args.top_k)
+        p50, base50 = percentile(found, 50), percentile(base, 50)
+        print(f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {base50:>10.2f} "
+              f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}")  # fmt: skip
+        stage_report.append((size, stages))
+    for size, stages in stage_report:
+        print(f"stages at {size} (median ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
+
+
+if __name__ == "__main__":
+    main()
