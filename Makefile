@@ -7,7 +7,7 @@ PORT ?= 8000
 # Threads, one process: the embedded engine lets one process own its data directory.
 THREADS ?= 8
 
-.PHONY: run test bench clean
+.PHONY: run test bench bench-quality clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/search.py
+
+bench-quality: $(VENV)/.dev
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV) var
