@@ -17,6 +17,8 @@ from retrieval.pool import Candidate
 from retrieval.query import DateCue, QueryShape
 
 ENTITY_BOOST = 0.5
+# A known entity the question names (not an entity_filter): a smaller, bounded lift.
+QUERY_ENTITY_BOOST = 0.1
 RECENCY = 0.05
 DATE = 0.05
 TAG_BOOST = 0.05
@@ -35,6 +37,7 @@ class Inputs:
     shape: QueryShape
     date: DateCue | None  # the date the question is about, if any
     earned: dict[tuple[str, str], float]  # (namespace, key) -> reinforcement earned, 0..1
+    query_entities: list[str]  # known entities the query names, lowercased
 
 
 def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
@@ -46,9 +49,12 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     newness = _newness(candidates) if (inputs.shape.recency or inputs.shape.earliest or plan.recency_pool_weight) else {}
     for c in candidates:
         row, terms = c.meta, {}
+        carries = {entity.lower() for entity in row["entities"]}
         if wanted_entities:
-            carried = wanted_entities & {entity.lower() for entity in row["entities"]}
-            terms["entity_boost"] = ENTITY_BOOST * len(carried) / len(wanted_entities)
+            terms["entity_boost"] = ENTITY_BOOST * len(wanted_entities & carries) / len(wanted_entities)
+        named = set(inputs.query_entities) - wanted_entities
+        if named:
+            terms["query_entity_boost"] = QUERY_ENTITY_BOOST * len(named & carries) / len(named)
         if newness:
             fresh = newness[c.id]
             if inputs.shape.recency:

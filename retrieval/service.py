@@ -106,7 +106,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
     scale = fusion.fuse(candidates, ctx.plan)
     date = ctx.shape.date if ctx.plan.mode != "temporal" else None
-    rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned))
+    rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned, ctx.entities))
     ranked = rank.order(candidates)
     clock.lap("rank")
     served = window.shape(ranked, ctx.plan, prepared.floor)

@@ -155,3 +155,14 @@ def test_maximal_priors_and_reinforcement_never_lift_a_less_relevant_row_over_a_
     assert parts["boosted"]["reinforcement"] == pytest.approx(0.15, abs=1e-3)  # saturated
     assert parts["boosted"]["prior"] == pytest.approx(0.15)  # at the cap
     assert order(reply)[0] == "relevant"
+
+
+def test_a_known_entity_the_question_names_lifts_rows_carrying_it(backend, ranker):
+    ranker.set({"memory_key": "a", "value": SAME, "entities": ["Marketing"]},
+               {"memory_key": "b", "value": SAME, "entities": ["Dana"]})  # fmt: skip
+    reply = ranker.search("what did Dana say about the quarterly report", explain=True)
+    assert reply.json["query_entities"] == ["dana"]
+    assert order(reply) == ["b", "a"]
+    assert components(reply)["b"]["query_entity_boost"] == 0.1 and components(reply)["a"]["query_entity_boost"] == 0.0
+    fast = ranker.search("what did Dana say about the quarterly report", retrieval_budget="fast", explain=True)
+    assert fast.json["query_entities"] == [] and "query_entity_boost" not in components(fast)["b"]
