@@ -36,7 +36,7 @@ class ClickHouseError(Exception):
 
 
 _lock = threading.Lock()
-_clients: dict[str, Any] = {}
+_local = threading.local()  # each thread its own client: the embedded engine serialises one connection
 _target: str | None = None
 
 
@@ -109,14 +109,15 @@ def _held_by_another_process(path: str) -> bool:
 
 
 def client():
+    """This thread's client for the current target, opened on first use."""
     dsn = target()
-    found = _clients.get(dsn)
-    if found is not None:
-        return found
-    with _lock:
-        if dsn not in _clients:
-            _clients[dsn] = _connect(dsn)
-        return _clients[dsn]
+    clients = getattr(_local, "clients", None)
+    if clients is None:
+        clients = _local.clients = {}
+    if dsn not in clients:
+        with _lock:  # the database is created once, and the engine opened, one thread at a time
+            clients[dsn] = _connect(dsn)
+    return clients[dsn]
 
 
 def _run(method: str, *args, **kwargs):

@@ -6,6 +6,7 @@ fails open: the search goes on without it and names it in `degraded`.
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -61,6 +62,10 @@ def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
     ]
 
 
+# The legs are independent statements: run them side by side, then merge in a fixed order.
+_workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="loom-leg")
+
+
 def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
     from retrieval.legs import bm25, chunks, entity, graph, key_match, lexical, related, temporal, vector
 
@@ -69,14 +74,21 @@ def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float
         "key_match": key_match.run, "entity": entity.run, "graph": graph.run, "temporal": temporal.run,
         "related": related.run,
     }  # fmt: skip
-    for name, leg in legs.items():
-        if name not in ctx.plan.legs:
-            continue
-        started = time.perf_counter()
-        try:
-            for row_id, signals, chunk, meta in leg(ctx):
-                pool.add(row_id, signals, chunk, meta)
-        except Exception as exc:  # a leg fails open; the search goes on
-            log.warning("search leg %s failed: %s", name, exc)
+    running = {name: _workers.submit(_timed, leg, ctx) for name, leg in legs.items() if name in ctx.plan.legs}
+    for name, future in running.items():
+        hits, elapsed_ms, error = future.result()
+        stage_ms[f"leg_{name}"] = elapsed_ms
+        if error is not None:  # a leg fails open; the search goes on
+            log.warning("search leg %s failed: %s", name, error)
             degraded.append(f"leg:{name}")
-        stage_ms[f"leg_{name}"] = (time.perf_counter() - started) * 1000
+            continue
+        for row_id, signals, chunk, meta in hits:
+            pool.add(row_id, signals, chunk, meta)
+
+
+def _timed(leg, ctx: Context):
+    started = time.perf_counter()
+    try:
+        return leg(ctx), (time.perf_counter() - started) * 1000, None
+    except Exception as exc:
+        return [], (time.perf_counter() - started) * 1000, exc
