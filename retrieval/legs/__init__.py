@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from retrieval import clickhouse
 from retrieval.eligibility import Eligibility
 from retrieval.plan import Plan, SearchRequest
 from retrieval.pool import Pool, RowId
@@ -48,6 +49,21 @@ class Context:
             **self.eligible.params,
             **more,
         }
+
+
+def matches(ctx: "Context", table: str, column: str, values: list[str], condition: str = "") -> list[dict]:
+    """Rows of `table` whose `column` holds some of `values`, with how many distinct ones (`matched`), most first."""
+    return clickhouse.query(
+        f"""
+        SELECT namespace, memory_key, agent, session_id, version, uniqExact({column}) AS matched
+        FROM {table} FINAL
+        WHERE {BASE} AND {column} IN {{values:Array(String)}} {condition} {ctx.eligible.in_eligible()}
+        GROUP BY namespace, memory_key, agent, session_id, version
+        ORDER BY matched DESC, {TIE_BREAK}
+        LIMIT {{pool:UInt32}}
+        """,
+        ctx.params(values=values),
+    )
 
 
 # A hit as legs report it: identity, signals, the best chunk (chunk leg), the rank columns (vector legs).

@@ -1,7 +1,7 @@
 """Entity: rows naming the query's entities (the entity_filter, and known entities the query names)."""
 
 from retrieval import clickhouse, text
-from retrieval.legs import BASE, TIE_BREAK, Context, rows_to_hits
+from retrieval.legs import Context, matches, rows_to_hits
 
 _EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>"
 
@@ -37,15 +37,5 @@ def mentioned_names(query: str, longest: int = 4) -> list[str]:
 def run(ctx: Context):
     if not ctx.entities:
         return []
-    rows = clickhouse.query(
-        f"""
-        SELECT namespace, memory_key, agent, session_id, version, uniqExact(entity) AS matched
-        FROM entity_mentions FINAL
-        WHERE {BASE} AND entity IN {{entities:Array(String)}} {ctx.eligible.in_eligible()}
-        GROUP BY namespace, memory_key, agent, session_id, version
-        ORDER BY matched DESC, {TIE_BREAK}
-        LIMIT {{pool:UInt32}}
-        """,
-        ctx.params(entities=ctx.entities),
-    )
+    rows = matches(ctx, "entity_mentions", "entity", ctx.entities)
     return rows_to_hits(rows, lambda r: {"entity": r["matched"] / len(ctx.entities)})
