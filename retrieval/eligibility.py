@@ -1,7 +1,11 @@
 """Which row versions a search may serve, as SQL over `memory_embeddings`.
 
 Every filter of the request becomes a predicate on the vector table's own
-columns, so the vector leg filters as it scans. Legs over other tables read
+columns, so the vector leg filters as it scans. The table is read without
+FINAL (FINAL forces an ordered, merging read: ~30 ms of a 100k-row scan here):
+a row version's status only ever moves forward (active -> superseded ->
+deleted), so a version is served when it has a row in an allowed status and
+none in another (`where()` says so). Legs over other tables read
 the same set through `in_eligible()`, and every candidate is checked against
 it again when its vectors are read (`legs.vector.rescore`), so no leg can
 serve a row the filters exclude.
@@ -29,13 +33,15 @@ class Eligibility:
         return bool(self.predicates)
 
     def where(self) -> str:
-        """The full condition on memory_embeddings (alias-free)."""
+        """The full condition on memory_embeddings, read without FINAL (alias-free)."""
+        tenant = "org = {org:String} AND namespace IN {namespaces:Array(String)} AND embedding_model = {model:String}"
         base = [
-            "org = {org:String}",
-            "namespace IN {namespaces:Array(String)}",
-            "embedding_model = {model:String}",
+            tenant,
             "embedding_dim > 0",
             "status IN {statuses:Array(String)}",
+            "(namespace, memory_key, agent, session_id, version) NOT IN (SELECT namespace, memory_key, agent, "
+            "session_id, version "
+            f"FROM memory_embeddings WHERE {tenant} AND status NOT IN {{statuses:Array(String)}})",
         ]
         if self.hide_reflections:
             base.append("memory_type != 'reflection'")
@@ -47,7 +53,7 @@ class Eligibility:
             return ""
         return (
             "AND (namespace, memory_key, agent, session_id, version) IN "
-            f"(SELECT namespace, memory_key, agent, session_id, version FROM memory_embeddings FINAL WHERE {self.where()})"
+            f"(SELECT namespace, memory_key, agent, session_id, version FROM memory_embeddings WHERE {self.where()})"
         )
 
 

@@ -15,7 +15,7 @@ def run(ctx: Context):
         SELECT namespace, memory_key, agent, session_id, version,
                length(arrayIntersect(tags, {{facet_tags:Array(String)}}))
                + length(arrayIntersect(arrayMap(e -> lower(e), entities), {{facet_entities:Array(String)}})) AS overlap
-        FROM memory_embeddings FINAL
+        FROM memory_embeddings
         WHERE {ctx.eligible.where()} AND overlap > 0
         ORDER BY overlap DESC, {TIE_BREAK}
         LIMIT {{pool:UInt32}}

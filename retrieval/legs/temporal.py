@@ -13,7 +13,7 @@ def run(ctx: Context):
         f"""
         SELECT namespace, memory_key, agent, session_id, version,
                abs(dateDiff('millisecond', dated_at, {{middle:DateTime64(3, 'UTC')}})) / 1000 AS off_by
-        FROM memory_embeddings FINAL
+        FROM memory_embeddings
         WHERE {ctx.eligible.where()}
         ORDER BY off_by, {TIE_BREAK}
         LIMIT {{pool:UInt32}}

@@ -37,7 +37,7 @@ def run(ctx: Context):
     rows = clickhouse.query(
         f"""
         SELECT {_select(ctx)}
-        FROM memory_embeddings FINAL
+        FROM memory_embeddings
         WHERE {ctx.eligible.where()}
         ORDER BY greatest(value_sim, key_sim) DESC, {TIE_BREAK}
         LIMIT {{pool:UInt32}}
@@ -54,7 +54,7 @@ def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
     rows = clickhouse.query(
         f"""
         SELECT {_select(ctx)}
-        FROM memory_embeddings FINAL
+        FROM memory_embeddings
         WHERE {ctx.eligible.where()}
           AND memory_key IN {{keys:Array(String)}}
           AND (namespace, memory_key, agent, session_id, version) IN {{ids:{IDENTITY_TYPE}}}
