@@ -40,6 +40,13 @@ class Inputs:
     query_entities: list[str]  # known entities the query names, lowercased
 
 
+def entity_boost(wanted: set[str], carried: list[str]) -> float:
+    """0.5 x the share of the entity_filter's entities (lowercased) a row carries."""
+    if not wanted:
+        return 0.0
+    return ENTITY_BOOST * len(wanted & {entity.lower() for entity in carried}) / len(wanted)
+
+
 def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     """Add each term to every candidate's components and set its score."""
     request, plan = inputs.request, inputs.plan
@@ -49,9 +56,9 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     newness = _newness(candidates) if (inputs.shape.recency or inputs.shape.earliest or plan.recency_pool_weight) else {}
     for c in candidates:
         row, terms = c.meta, {}
-        carries = {entity.lower() for entity in row["entities"]}
         if wanted_entities:
-            terms["entity_boost"] = ENTITY_BOOST * len(wanted_entities & carries) / len(wanted_entities)
+            terms["entity_boost"] = entity_boost(wanted_entities, row["entities"])
+        carries = {entity.lower() for entity in row["entities"]}
         named = set(inputs.query_entities) - wanted_entities
         if named:
             terms["query_entity_boost"] = QUERY_ENTITY_BOOST * len(named & carries) / len(named)

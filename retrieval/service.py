@@ -122,7 +122,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         abstain_reason=verdict.reason,
         retrieval_confidence=verdict.confidence,
         retrieval_risk=verdict.risk,
-        candidates_total=len(pool),
+        candidates_total=len(candidates),
         namespaces_searched=ctx.namespaces,
         namespaces_skipped=prepared.skipped,
         degraded=degraded,
@@ -155,8 +155,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
     wanted = {entity.lower() for entity in request.entity_filter}
     rows = []
     for c in candidates:
-        carried = wanted & {entity.lower() for entity in c.meta["entities"]}
-        boost = rank.ENTITY_BOOST * len(carried) / len(wanted) if wanted else 0.0
+        boost = rank.entity_boost(wanted, c.meta["entities"])
         rows.append((c, boost, c.similarity + boost))
     rows.sort(key=lambda r: (-r[2], -r[0].similarity, r[0].id))
     traced = [
@@ -168,7 +167,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
     ]  # fmt: skip
     return {
         "hits": traced,
-        "candidates_total": len(pool),
+        "candidates_total": len(candidates),
         "embedding_model": ctx.model,
         "key_axis": ctx.key_axis,
         "thresholds": prepared.gates.as_dict(),
