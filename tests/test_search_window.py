@@ -32,7 +32,8 @@ def test_filters_hold_for_rows_only_a_lexical_leg_found(backend, ranker):
     ranker.set({"memory_key": "mine", "value": "zebra notes", "user_id": "u1"},
                {"memory_key": "theirs", "value": "zebra notes", "user_id": "u2"})  # fmt: skip
     for mode in ("lexical", "rrf", "bm25_hybrid"):
-        assert keys(ranker.search("zebra", search_mode=mode, user_id="u1")) == ["mine"], mode
+        reply = ranker.search("zebra", search_mode=mode, user_id="u1")
+        assert keys(reply) == ["mine"] and reply.json["candidates_total"] == 1, mode
 
 
 def test_agent_narrows_to_one_writer(backend, ranker):
