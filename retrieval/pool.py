@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass, field
 
-# How a row version is named in every leg's SQL, in this order.
-IDENTITY = "namespace, memory_key, agent, session_id, version"
+# What ranking reads of a row, carried on its vector row so the pool is ranked without `memories`.
+META = ("memory_type", "tags", "category", "entities", "source_class", "confidence", "sensitivity", "dated_at")
 
 
 @dataclass(frozen=True, order=True)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from retrieval import chunking, clickhouse, sensitivity, text
+from retrieval import chunking, clickhouse, sensitivity, text, vector_mirror
 from retrieval.errors import Rejected
 from retrieval.providers.embedders import get_embedder
 from tenancy.access import Scope
@@ -271,6 +271,8 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
         if plan.previous
     ]
     clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
+    vector_mirror.retired(scope.org, scope.namespace, retired)
+    vector_mirror.added(scope.org, scope.namespace, embeddings)
 
 
 _IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
@@ -390,4 +392,5 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
         clickhouse.insert("term_input", terms)
         _retire_side_rows(scope, rows, DELETED, revision)
         clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
+        vector_mirror.retired(scope.org, scope.namespace, rows)
     return sum(1 for row in rows if row["status"] == ACTIVE)

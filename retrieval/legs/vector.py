@@ -4,13 +4,12 @@ The key axis scores least(value distance, key distance): a question that names
 the attribute a key encodes finds the row by its key.
 """
 
-from retrieval import clickhouse
+import numpy as np
+
+from retrieval import clickhouse, vector_mirror
 from retrieval.eligibility import IDENTITY_TYPE
 from retrieval.legs import TIE_BREAK, Context, Hit
-from retrieval.pool import RowId
-
-# What ranking reads of a row, carried on its vector row so the pool is ranked without `memories`.
-META = ("memory_type", "tags", "category", "entities", "source_class", "confidence", "sensitivity", "dated_at")
+from retrieval.pool import META, RowId
 
 
 def _select(ctx: Context) -> str:
@@ -34,6 +33,9 @@ def _hits(rows: list[dict]) -> list[Hit]:
 
 
 def run(ctx: Context):
+    mirrored = _from_mirror(ctx)
+    if mirrored is not None:
+        return mirrored
     rows = clickhouse.query(
         f"""
         SELECT {_select(ctx)}
@@ -45,6 +47,24 @@ def run(ctx: Context):
         ctx.params(q=ctx.vector),
     )
     return _hits(rows)
+
+
+def _from_mirror(ctx: Context) -> list[Hit] | None:
+    """The same answer from the in-process mirror, when it holds exactly the rows this search may read."""
+    found = ctx.eligible
+    if not vector_mirror.enabled() or found.narrowed or found.statuses != ["active"] or not found.hide_reflections:
+        return None
+    mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model) for namespace in ctx.namespaces]
+    if any(mirror is None for mirror in mirrors):
+        return None
+    query = np.asarray(ctx.vector, dtype=np.float32)
+    best = [hit for mirror in mirrors for hit in mirror.top(query, ctx.key_axis, ctx.plan.pool_size)]
+    best.sort(key=lambda hit: (-max(hit[1], hit[2]), hit[0].memory_key, hit[0].namespace, hit[0].agent,
+                               hit[0].session_id, hit[0].version))  # fmt: skip
+    return [
+        (row_id, {"value_similarity": value, "key_similarity": key}, None, meta)
+        for row_id, value, key, meta in best[: ctx.plan.pool_size]
+    ]
 
 
 def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:

@@ -1,0 +1,61 @@
+"""The in-process vector mirror answers exactly as the ClickHouse scan does, and never serves a stale row."""
+
+import pytest
+
+from retrieval import vector_mirror
+
+ROWS = [
+    {"memory_key": f"k{i:02d}", "value": text}
+    for i, text in enumerate(
+        ["production deploys run on tuesday", "deploys to staging run daily", "the cafeteria serves soup",
+         "backups run nightly at two", "production database lives in frankfurt", "deploy freeze in december",
+         "a note about reflections", "tuesday standup moved to ten"]
+    )
+]  # fmt: skip
+QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze"]
+
+
+def answers(agent, **fields):
+    out = []
+    for query in QUERIES:
+        hits = agent.search(query, top_k=8, min_similarity=0, **fields).json["hits"]
+        out.append([(h["memory_key"], round(h["similarity"], 4)) for h in hits])
+    return out
+
+
+def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
+    agent.set(*ROWS, {"memory_key": "thought", "value": "production deploys feel slow", "memory_type": "reflection"})
+    settings.LOOM_VECTOR_MIRROR = False
+    scanned = answers(agent)
+    settings.LOOM_VECTOR_MIRROR = True
+    assert answers(agent) == scanned
+    assert all("thought" not in [key for key, _ in window] for window in scanned)
+    assert vector_mirror.enabled() == (backend == "embedded")
+
+
+def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):
+    agent.set(*ROWS)
+    agent.search("warm the mirror")
+    agent.set({"memory_key": "fresh", "value": "the quarterly offsite is in lisbon"})
+    assert agent.search("where is the quarterly offsite").json["hits"][0]["memory_key"] == "fresh"
+    agent.set({"memory_key": "fresh", "value": "the quarterly offsite moved to porto"})
+    hits = agent.search("where is the quarterly offsite", min_similarity=0, top_k=10).json["hits"]
+    assert [h["content_excerpt"] for h in hits if h["memory_key"] == "fresh"] == ["the quarterly offsite moved to porto"]
+    agent.call("memory.delete", {"memory_key": "fresh"}, agent.token)
+    keys = [h["memory_key"] for h in agent.search("quarterly offsite porto", min_similarity=0, top_k=10).json["hits"]]
+    assert "fresh" not in keys
+
+
+def test_a_namespace_over_the_cap_is_read_from_clickhouse(backend, agent, settings):
+    if backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 3
+    agent.set(*ROWS)
+    assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
+    assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
+
+
+def agent_org(agent):
+    from tenancy.models import ApiToken
+
+    return ApiToken.verify(agent.token).org.name
