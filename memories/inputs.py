@@ -246,3 +246,26 @@ class SearchTraceLog(OpInput):
     risk = Choice(("low", "medium", "high", "abstain"), required=False)
     limit = Integer(min_value=1, max_value=500, default=50)
     before = String(max_chars=64, required=False, help_text="trace_id of the last row of the previous page")
+
+
+class MemoryTimeline(OpInput):
+    entity = String(required=False, max_chars=256)
+    tags = StringList(max_items=64, max_chars=128, required=False)
+    memory_key_prefix = String(required=False, max_chars=512)
+    since = Timestamp(required=False)
+    until = Timestamp(required=False)
+    order = Choice(("desc", "asc"), default="desc")
+    top_k = Integer(min_value=1, max_value=1000, default=50)
+
+    def validate(self, data):
+        if not (data.get("entity") or data.get("tags") or data.get("memory_key_prefix")):
+            raise ValidationError(
+                {"entity": [ErrorDetail("send one of entity, tags or memory_key_prefix", code="required")]}
+            )
+        return data
+
+
+class MemoryRelated(OpInput):
+    memory_key = MemoryKey()
+    min_overlap = Integer(min_value=1, max_value=64, default=1)
+    top_k = Integer(min_value=1, max_value=500, default=20)

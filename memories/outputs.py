@@ -229,3 +229,18 @@ class SearchTraceLogOut(serializers.Serializer):
 class OutcomeOut(serializers.Serializer):
     recorded = serializers.IntegerField()
     outcome = serializers.CharField()
+
+
+class TimelineOut(serializers.Serializer):
+    results = MemoryOut(many=True)
+    total_matching = serializers.IntegerField(help_text="Rows matching in all; more than results means more to page.")
+
+
+class RelatedRowOut(MemoryOut):
+    overlap = serializers.IntegerField()
+    shared = serializers.ListField(child=serializers.CharField(), help_text="The entities shared, lowercased.")
+
+
+class RelatedOut(serializers.Serializer):
+    results = RelatedRowOut(many=True)
+    reason = serializers.CharField(allow_null=True, help_text="source_has_no_entities or source_not_found when empty.")

@@ -8,6 +8,8 @@ OPS = [
     views.MemoryBulkGet,
     views.MemoryList,
     views.MemoryDelete,
+    views.MemoryTimeline,
+    views.MemoryRelated,
     views.NamespaceRegister,
     views.MemorySearch,
     views.MemorySearchTrace,

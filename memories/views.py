@@ -169,6 +169,26 @@ class MemoryDelete(OpView):
         return self.answer({"memory_key": data["memory_key"], "deleted": deleted})
 
 
+class MemoryTimeline(OpView):
+    op = "memory.timeline"
+    request_serializer = inputs.MemoryTimeline
+    response_serializer = outputs.TimelineOut
+
+    def run(self, scope, data):
+        rows, total = reads.timeline(scope, **data)
+        return self.answer({"results": rows, "total_matching": total})
+
+
+class MemoryRelated(OpView):
+    op = "memory.related"
+    request_serializer = inputs.MemoryRelated
+    response_serializer = outputs.RelatedOut
+
+    def run(self, scope, data):
+        rows, reason = reads.related(scope, **data)
+        return self.answer({"results": rows, "reason": reason})
+
+
 class NamespaceRegister(OpView):
     op = "namespace.register"
     role = Role.ADMIN

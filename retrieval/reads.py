@@ -144,3 +144,66 @@ def _decode(cursor: str, order: str):
         return sort_value, key
     except (ValueError, TypeError):
         raise BadCursor("cursor is not one this list returned (or was made for another order)") from None
+
+
+# Rows these key-free reads serve: live, and not high-sensitivity (those are read by key only).
+_SERVABLE = f"{_SCOPE} AND status = 'active' AND sensitivity != 'high'"
+
+
+def timeline(
+    scope: Scope,
+    entity: str | None = None,
+    tags: list[str] | None = None,
+    memory_key_prefix: str | None = None,
+    since=None,
+    until=None,
+    order: str = "desc",
+    top_k: int = 50,
+) -> tuple[list[dict], int]:
+    """Rows about an entity, a tag set or a key prefix, in time order (coalesce(valid_at, created_at)).
+
+    Returns the window and how many rows match in all, so a caller knows there is more.
+    """
+    direction = "ASC" if order == "asc" else "DESC"
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS}, coalesce(valid_at, created_at) AS at, count() OVER () AS total
+        FROM memories FINAL
+        WHERE {_SERVABLE}
+          AND ({{entity:Nullable(String)}} IS NULL OR has(arrayMap(e -> lower(e), entities), lower({{entity:Nullable(String)}})))
+          AND (empty({{tags:Array(String)}}) OR hasAny(tags, {{tags:Array(String)}}))
+          AND startsWith(memory_key, {{prefix:String}})
+          AND ({{since:Nullable(DateTime64(3, 'UTC'))}} IS NULL OR at >= {{since:Nullable(DateTime64(3, 'UTC'))}})
+          AND ({{until:Nullable(DateTime64(3, 'UTC'))}} IS NULL OR at < {{until:Nullable(DateTime64(3, 'UTC'))}})
+        ORDER BY at {direction}, memory_key, agent, session_id
+        LIMIT {{top_k:UInt32}}
+        """,
+        _params(scope, entity=entity, tags=tags or [], prefix=memory_key_prefix or "", since=since, until=until,
+                top_k=top_k),
+    )  # fmt: skip
+    return rows, (rows[0]["total"] if rows else 0)
+
+
+def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20) -> tuple[list[dict], str | None]:
+    """Rows sharing entities with the key's newest row, most shared first; (rows, reason when none can be)."""
+    source = get(scope, memory_key)
+    if not source:
+        return [], "source_not_found"
+    wanted = sorted({entity.lower() for entity in source[0]["entities"]})
+    if not wanted:
+        return [], "source_has_no_entities"
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS},
+               arrayIntersect(arrayDistinct(arrayMap(e -> lower(e), entities)), {{wanted:Array(String)}}) AS shared,
+               length(shared) AS overlap
+        FROM memories FINAL
+        WHERE {_SERVABLE} AND memory_key != {{key:String}} AND overlap >= {{min_overlap:UInt32}}
+        ORDER BY overlap DESC, coalesce(valid_at, created_at) DESC, memory_key
+        LIMIT {{top_k:UInt32}}
+        """,
+        _params(scope, wanted=wanted, key=memory_key, min_overlap=min_overlap, top_k=top_k),
+    )
+    for row in rows:
+        row["shared"] = sorted(row["shared"])
+    return rows, None
