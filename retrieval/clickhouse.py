@@ -141,6 +141,11 @@ def query_rows(sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
     return list(_run("query", sql, parameters=params or {}).result_rows)
 
 
+def query_decoded(sql: str, params: dict[str, Any], types: list[str]) -> list[list]:
+    """Rows decoded here from RowBinary (vectors as numpy arrays): for bulk reads of vectors."""
+    return native.decode_rows(types, _run("raw_query", sql, parameters=params, fmt="RowBinary"))
+
+
 def query_value(sql: str, params: dict[str, Any] | None = None):
     rows = query_rows(sql, params)
     return rows[0][0] if rows else None

@@ -127,9 +127,11 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
     )
     if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
         return None
-    rows = clickhouse.query(
+    columns = ("namespace", "memory_key", "agent", "session_id", "version", "value_vector", "key_vector") + META
+    types = clickhouse.column_types("memory_embeddings")
+    rows = clickhouse.query_decoded(
         f"""
-        SELECT namespace, memory_key, agent, session_id, version, value_vector, key_vector, {", ".join(META)}
+        SELECT {", ".join(columns)}
         FROM memory_embeddings
         WHERE {where} AND status = 'active' AND embedding_dim > 0
           AND (memory_key, agent, session_id, version) NOT IN (
@@ -138,7 +140,9 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
         LIMIT 1 BY memory_key, agent, session_id, version
         """,
         params,
+        [types[name] for name in columns],
     )
+    rows = [dict(zip(columns, row)) for row in rows]
     mirror = Vectors()
     mirror.add(rows)
     return mirror
