@@ -37,3 +37,21 @@ def test_a_second_process_on_the_same_data_directory_is_told_why(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert "REFUSED" in done.stdout, done.stderr[-2000:]
     assert "in use by another process" in done.stdout
+
+
+def test_rowbinary_decoding_matches_the_driver(backend):
+    import numpy as np
+
+    sql = (
+        "SELECT {s:String} AS s, toUInt64(18446744073709551615) AS u, [0.5, -1.25]::Array(Float32) AS v, "
+        "['x', {s:String}] AS a, toDateTime64('2024-05-07 10:11:12.345', 3, 'UTC') AS d, toFloat32(0.25) AS f "
+        "FROM numbers(3)"
+    )
+    params = {"s": "ünïcode " + "long " * 40}  # over 127 bytes: a two-byte length
+    types = ["String", "UInt64", "Array(Float32)", "Array(String)", "DateTime64(3, 'UTC')", "Float32"]
+    decoded = clickhouse.query_decoded(sql, params, types)
+    expected = clickhouse.query_rows(sql, params)
+    assert len(decoded) == 3
+    for got, want in zip(decoded, expected):
+        assert isinstance(got[2], np.ndarray) and got[2].tolist() == list(want[2])
+        assert [got[0], got[1], got[3], got[4], got[5]] == [want[0], want[1], list(want[3]), want[4], want[5]]
