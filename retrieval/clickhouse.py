@@ -42,6 +42,9 @@ _target: str | None = None
 
 def target() -> str:
     """Where statements go: a chdb:// DSN or the server URL."""
+    pinned = getattr(_local, "target", None)
+    if pinned:
+        return pinned
     if _target:
         return _target
     if settings.LOOM_CLICKHOUSE_URL:
@@ -54,6 +57,11 @@ def use(dsn: str | None) -> str | None:
     global _target
     previous, _target = _target, dsn
     return previous
+
+
+def use_target_in_thread(dsn: str) -> None:
+    """Pin this thread to an engine (a background job keeps the engine it was started for)."""
+    _local.target = dsn
 
 
 def backend() -> str:

@@ -3,16 +3,19 @@
 Only with the embedded engine: one process owns its data directory, so every
 write passes through this process's write path, which tells the mirror what
 it stored and what it retired (`added`, `retired`), after the statements
-succeed. A namespace is loaded from ClickHouse on its first search, under the
-same lock the write path takes, so no write falls between the load and the
-first notice. A search whose filters narrow the set, or that replays `as_of`,
-or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse instead: the
-mirror is an index of the table, never a second source of truth.
+succeed. A namespace's first search starts loading it in the background and
+is itself answered by ClickHouse, as is every search until the load is done;
+notices that arrive during the load are kept and applied on top of it, in
+order (adding is idempotent, retiring one-way), so no write falls between the
+load and the notices. A search whose filters narrow the set, or that replays
+`as_of`, or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse
+instead: the mirror is an index of the table, never a second source of truth.
 
 Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here;
 numpy over the same rows ~6 ms (bench/search.py).
 """
 
+import logging
 import threading
 
 import numpy as np
@@ -22,8 +25,11 @@ from retrieval import clickhouse
 from retrieval.pool import META, RowId
 
 
+log = logging.getLogger(__name__)
+
 _lock = threading.Lock()
 _mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
+_pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
 
 
 class Vectors:
@@ -111,12 +117,45 @@ def enabled() -> bool:
 
 
 def get(org: str, namespace: str, model: str) -> Vectors | None:
-    """The namespace's mirror, loaded on first use; None when mirroring is off or the namespace too large."""
+    """The namespace's mirror when it is loaded; else None, and (the first time) its load begins."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
-        if key not in _mirrors:
-            _mirrors[key] = _load(org, namespace, model)
-        return _mirrors[key]
+        if key in _mirrors:
+            return _mirrors[key]
+        if key not in _pending:
+            _pending[key] = []
+            threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
+    return None
+
+
+def top(mirror: Vectors, vector: np.ndarray, key_axis: bool, pool: int):
+    with _lock:  # a write's notice may be growing the arrays
+        return mirror.top(vector, key_axis, pool)
+
+
+def _load_in_background(key: tuple[str, str, str, str]) -> None:
+    target, org, namespace, model = key
+    try:
+        clickhouse.use_target_in_thread(target)
+        mirror = _load(org, namespace, model)
+    except Exception as exc:  # the scan keeps answering; the next search tries again
+        log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
+        with _lock:
+            _pending.pop(key, None)
+        return
+    with _lock:
+        for kind, items in _pending.pop(key):
+            if mirror is None:
+                continue
+            if kind == "add":
+                mirror.add(items)
+            else:
+                mirror.retire(items)
+        _mirrors[key] = mirror
+
+
+def loaded(org: str, namespace: str, model: str) -> bool:
+    return (clickhouse.target(), org, namespace, model) in _mirrors
 
 
 def _load(org: str, namespace: str, model: str) -> Vectors | None:
@@ -154,9 +193,12 @@ def added(org: str, namespace: str, rows: list[dict]) -> None:
         return
     with _lock:
         for model in {row["embedding_model"] for row in rows}:
-            mirror = _mirrors.get((clickhouse.target(), org, namespace, model))
-            if mirror is not None:
-                mirror.add([row for row in rows if row["embedding_model"] == model])
+            key = (clickhouse.target(), org, namespace, model)
+            mine = [row for row in rows if row["embedding_model"] == model]
+            if key in _pending:
+                _pending[key].append(("add", mine))
+            elif _mirrors.get(key) is not None:
+                _mirrors[key].add(mine)
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:
@@ -165,6 +207,9 @@ def retired(org: str, namespace: str, rows: list[dict]) -> None:
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
     with _lock:
+        for key, notices in _pending.items():
+            if key[:3] == (clickhouse.target(), org, namespace):
+                notices.append(("retire", ids))
         for key, mirror in _mirrors.items():
             if key[:3] == (clickhouse.target(), org, namespace) and mirror is not None:
                 mirror.retire(ids)

@@ -15,6 +15,18 @@ ROWS = [
 QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze"]
 
 
+def wait_for_mirror(agent, timeout=30.0):
+    """The first search starts the load in the background; poll until it is in."""
+    import time
+
+    org = agent_org(agent)
+    agent.search("start the load")
+    deadline = time.monotonic() + timeout
+    while not vector_mirror.loaded(org, "default", "fake-ngram-384"):
+        assert time.monotonic() < deadline, "the mirror did not load"
+        time.sleep(0.01)
+
+
 def answers(agent, **fields):
     out = []
     for query in QUERIES:
@@ -28,6 +40,8 @@ def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
     settings.LOOM_VECTOR_MIRROR = False
     scanned = answers(agent)
     settings.LOOM_VECTOR_MIRROR = True
+    if backend == "embedded":
+        wait_for_mirror(agent)
     assert answers(agent) == scanned
     assert all("thought" not in [key for key, _ in window] for window in scanned)
     assert vector_mirror.enabled() == (backend == "embedded")
@@ -35,7 +49,8 @@ def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
 
 def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):
     agent.set(*ROWS)
-    agent.search("warm the mirror")
+    if backend == "embedded":
+        wait_for_mirror(agent)
     agent.set({"memory_key": "fresh", "value": "the quarterly offsite is in lisbon"})
     assert agent.search("where is the quarterly offsite").json["hits"][0]["memory_key"] == "fresh"
     agent.set({"memory_key": "fresh", "value": "the quarterly offsite moved to porto"})
@@ -51,6 +66,7 @@ def test_a_namespace_over_the_cap_is_read_from_clickhouse(backend, agent, settin
         pytest.skip("the mirror serves the embedded engine only")
     settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 3
     agent.set(*ROWS)
+    wait_for_mirror(agent)  # loaded as "too large": None
     assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
 
@@ -59,3 +75,27 @@ def agent_org(agent):
     from tenancy.models import ApiToken
 
     return ApiToken.verify(agent.token).org.name
+
+
+def test_writes_made_while_the_mirror_loads_are_applied_on_top_of_it(backend, agent, monkeypatch):
+    if backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    import threading
+
+    agent.set(*ROWS)
+    release, original = threading.Event(), vector_mirror._load
+
+    def slow_load(*args):
+        rows = original(*args)  # the load's snapshot is taken now...
+        release.wait(10)  # ...and the writes below land before it is installed
+        return rows
+
+    monkeypatch.setattr(vector_mirror, "_load", slow_load)
+    agent.search("start the load")
+    agent.set({"memory_key": "during", "value": "the quarterly offsite is in lisbon"})
+    agent.call("memory.delete", {"memory_key": "k00"}, agent.token)
+    release.set()
+    wait_for_mirror(agent)
+    keys = [h["memory_key"] for h in agent.search("quarterly offsite lisbon", min_similarity=0, top_k=10).json["hits"]]
+    assert keys[0] == "during"
+    assert "k00" not in [h["memory_key"] for h in agent.search("production deploys run", min_similarity=0, top_k=10).json["hits"]]
