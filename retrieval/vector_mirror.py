@@ -39,6 +39,7 @@ class Vectors:
     """
 
     def __init__(self):
+        self.lock = threading.Lock()  # a search reads while a write's notice may grow the arrays
         self.ids: list[RowId] = []
         self.position: dict[RowId, int] = {}
         self.meta: list[dict] = []
@@ -46,6 +47,10 @@ class Vectors:
         self.visible = np.zeros(0, dtype=bool)  # live and not a reflection
 
     def add(self, rows: list[dict]) -> None:
+        with self.lock:
+            self._add(rows)
+
+    def _add(self, rows: list[dict]) -> None:
         fresh = []
         for row in rows:
             at = self.position.get(_row_id(row))
@@ -81,12 +86,17 @@ class Vectors:
         self.visible = visible
 
     def retire(self, ids: list[RowId]) -> None:
-        for row_id in ids:
-            if (at := self.position.get(row_id)) is not None:
-                self.visible[at] = False
+        with self.lock:
+            for row_id in ids:
+                if (at := self.position.get(row_id)) is not None:
+                    self.visible[at] = False
 
     def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
         """The pool's best rows by greatest(value, key) similarity; ties by name, as the SQL leg orders them."""
+        with self.lock:
+            return self._top(vector, key_axis, pool)
+
+    def _top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
         size = len(self.ids)
         if size == 0:
             return []
@@ -126,11 +136,6 @@ def get(org: str, namespace: str, model: str) -> Vectors | None:
             _pending[key] = []
             threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
     return None
-
-
-def top(mirror: Vectors, vector: np.ndarray, key_axis: bool, pool: int):
-    with _lock:  # a write's notice may be growing the arrays
-        return mirror.top(vector, key_axis, pool)
 
 
 def _load_in_background(key: tuple[str, str, str, str]) -> None:

@@ -58,7 +58,7 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     if any(mirror is None for mirror in mirrors):
         return None
     query = np.asarray(ctx.vector, dtype=np.float32)
-    best = [hit for mirror in mirrors for hit in vector_mirror.top(mirror, query, ctx.key_axis, ctx.plan.pool_size)]
+    best = [hit for mirror in mirrors for hit in mirror.top(query, ctx.key_axis, ctx.plan.pool_size)]
     best.sort(key=lambda hit: (-max(hit[1], hit[2]), hit[0].memory_key, hit[0].namespace, hit[0].agent,
                                hit[0].session_id, hit[0].version))  # fmt: skip
     return [
