@@ -200,11 +200,13 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=temporal_window)
     ctx.key_axis = _key_axis(scope.org, scope.namespace, embedder.model_name)
     wanted = sorted({entity.lower() for entity in request.entity_filter})
+    detect = "entity" in plan.legs or "graph" in plan.legs
+    names = set(wanted) | (set(entity_leg.mentioned_names(request.query)) if detect else set())
+    present = set(entity_leg.known(scope.org, searched, sorted(names))) if names else set()  # one read for both
     # entity_absent: not one of the filter's entities is in memory.
-    missing = wanted if wanted and not entity_leg.known(scope.org, searched, wanted) else []
-    if "entity" in plan.legs or "graph" in plan.legs:
-        named = entity_leg.known(scope.org, searched, entity_leg.mentioned_names(request.query))
-        ctx.entities = sorted(set(wanted) | set(named))
+    missing = wanted if wanted and not present & set(wanted) else []
+    if detect:
+        ctx.entities = sorted(set(wanted) | present)
     clock.lap("prepare")
     return _Prepared(ctx, gates, floor, missing, skipped, config)
 
