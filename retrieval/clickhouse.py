@@ -64,6 +64,13 @@ def use_target_in_thread(dsn: str) -> None:
     _local.target = dsn
 
 
+def release_thread() -> None:
+    """Close this thread's clients (a short-lived background thread, before it ends)."""
+    for opened in getattr(_local, "clients", {}).values():
+        opened.close()
+    _local.clients = {}
+
+
 def backend() -> str:
     return "embedded" if target().startswith("chdb://") else "server"
 

@@ -148,6 +148,8 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
         with _lock:
             _pending.pop(key, None)
         return
+    finally:
+        clickhouse.release_thread()
     with _lock:
         for kind, items in _pending.pop(key):
             if mirror is None:
