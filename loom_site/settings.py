@@ -10,6 +10,7 @@ from pathlib import Path
 import dj_database_url
 
 from loom_site import env
+from retrieval.options import SEARCH_MODES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.string("LOOM_VAR_DIR", str(BASE_DIR / "var")))
@@ -154,8 +155,7 @@ LOOM_LOCAL_MODEL_DIR = env.string("LOOM_LOCAL_MODEL_DIR")
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)
 
 # --- Search ------------------------------------------------------------------
-_MODES = ("semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related")
-LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", _MODES)
+LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)
 LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE = env.choice(
     "LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE", "this", ("this", "all_mine")
 )

@@ -182,7 +182,7 @@ class MemorySearch(OpInput):
     query = String(required=False, max_chars=4000, allow_empty=False, help_text="Required unless page is set.")
     top_k = Integer(min_value=1, max_value=500, required=False, help_text="Window size, default 5.")
     search_mode = Choice(options.SEARCH_MODES, required=False)
-    recipe = Choice(options.RECIPES, required=False)
+    recipe = Choice(tuple(options.RECIPES), required=False)
     retrieval_budget = Choice(options.BUDGETS, required=False)
     alpha = Number(min_value=0, max_value=1, required=False)
     hyde = Boolean(required=False)

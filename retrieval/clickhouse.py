@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import clickhouse_connect
@@ -166,15 +166,15 @@ def query_value(sql: str, params: dict[str, Any] | None = None):
     return rows[0][0] if rows else None
 
 
-def insert(table: str, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None) -> int:
-    """Insert dict rows as one Native block; columns default to the first row's keys. Returns the row count.
+def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
+    """Insert dict rows as one Native block, the columns the first row's keys. Returns the row count.
 
     Vectors may be numpy arrays: they are written as they lie in memory (retrieval/native.py).
     """
     rows = list(rows)
     if not rows:
         return 0
-    columns = list(columns or rows[0].keys())
+    columns = list(rows[0].keys())
     types = column_types(table)
     block = native.encode_block([(name, types[name], [row[name] for row in rows]) for name in columns])
     _run("raw_insert", table, columns, block, fmt="Native")
@@ -188,8 +188,8 @@ def column_types(table: str) -> dict[str, str]:
     """A table's column types, read once per engine (schema.apply forgets them)."""
     key = (target(), table)
     if key not in _types:
-        _types[key] = dict(query_rows(f"SELECT name, type FROM system.columns WHERE database = {{db:String}} "
-                                      f"AND table = {{table:String}}", {"db": database(), "table": table}))  # fmt: skip
+        _types[key] = dict(query_rows("SELECT name, type FROM system.columns WHERE database = {db:String} "
+                                      "AND table = {table:String}", {"db": database(), "table": table}))  # fmt: skip
     return _types[key]
 
 

@@ -12,21 +12,13 @@ from datetime import date, datetime
 
 from django.conf import settings
 
+from retrieval import options
 from retrieval.query import QueryShape
 
 RRF_K = 60
 # rrf's lexical weight for a code- or path-shaped query, whose shared path tokens are near-noise.
 RRF_PATH_LEXICAL_WEIGHT = 0.5
 
-RECIPES = {
-    "fast": {"search_mode": "semantic", "hyde": False, "unmatched": False, "retrieval_budget": "fast"},
-    "balanced": {"search_mode": "rrf", "hyde": False},
-    "quality": {"search_mode": "bm25_hybrid", "hyde": True, "extra_candidates": 50},
-    "verbatim": {"search_mode": "lexical", "alpha": 0.85},
-    "code": {"search_mode": "bm25_hybrid", "alpha": 0.75},
-    "temporal": {"search_mode": "temporal"},
-    "graph": {"search_mode": "graph"},
-}
 
 # Each mode's legs beyond the fact vectors and chunks, which every mode runs.
 MODE_LEGS = {
@@ -131,7 +123,7 @@ class Plan:
 
 
 def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape, rerank_endpoint: str = "") -> Plan:
-    recipe = RECIPES.get(request.recipe or "", {})
+    recipe = options.RECIPES.get(request.recipe or "", {})
 
     def pick(name: str, fallback=None):
         for source in (getattr(request, name, None), recipe.get(name), namespace_defaults.get(name)):

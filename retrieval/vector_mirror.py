@@ -22,7 +22,7 @@ import numpy as np
 from django.conf import settings
 
 from retrieval import clickhouse
-from retrieval.pool import META, RowId
+from retrieval.pool import META, RowId, row_id
 
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Vectors:
     def _add(self, rows: list[dict]) -> None:
         fresh = []
         for row in rows:
-            at = self.position.get(_row_id(row))
+            at = self.position.get(row_id(row))
             if at is None:
                 fresh.append(row)
             else:
@@ -66,8 +66,8 @@ class Vectors:
         self.keys[start:end] = np.asarray([row["key_vector"] for row in fresh], dtype=np.float32)
         self.visible[start:end] = [row["memory_type"] != "reflection" for row in fresh]
         for offset, row in enumerate(fresh):
-            self.position[_row_id(row)] = start + offset
-            self.ids.append(_row_id(row))
+            self.position[row_id(row)] = start + offset
+            self.ids.append(row_id(row))
             self.meta.append({name: row[name] for name in META})
 
     def _reserve(self, size: int, dim: int) -> None:
@@ -87,8 +87,8 @@ class Vectors:
 
     def retire(self, ids: list[RowId]) -> None:
         with self.lock:
-            for row_id in ids:
-                if (at := self.position.get(row_id)) is not None:
+            for rid in ids:
+                if (at := self.position.get(rid)) is not None:
                     self.visible[at] = False
 
     def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
@@ -112,10 +112,6 @@ class Vectors:
         chosen = [int(i) for i in chosen if visible[i]]
         ordered = sorted(chosen, key=lambda i: (-float(best[i]), _name(self.ids[i])))[:pool]
         return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
-
-
-def _row_id(row: dict) -> RowId:
-    return RowId(row["namespace"], row["memory_key"], row["agent"], row["session_id"], row["version"])
 
 
 def _name(row_id: RowId) -> tuple:

@@ -13,7 +13,7 @@ from datetime import datetime
 from retrieval import clickhouse
 from retrieval.eligibility import Eligibility
 from retrieval.plan import Plan, SearchRequest
-from retrieval.pool import Pool, RowId
+from retrieval.pool import Pool, RowId, row_id
 from retrieval.query import QueryShape
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ Hit = tuple[RowId, dict, dict | None, dict | None]
 def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
     """Pair each result row's identity with the signals `signals(row)` reads off it."""
     return [
-        (RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]), signals(r), None, None)
+        (row_id(r), signals(r), None, None)
         for r in rows
     ]
 
@@ -98,8 +98,8 @@ def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float
             log.warning("search leg %s failed: %s", name, error)
             degraded.append(f"leg:{name}")
             continue
-        for row_id, signals, chunk, meta in hits:
-            pool.add(row_id, signals, chunk, meta)
+        for rid, signals, chunk, meta in hits:
+            pool.add(rid, signals, chunk, meta)
 
 
 def _timed(leg, ctx: Context):

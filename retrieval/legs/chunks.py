@@ -2,7 +2,7 @@
 
 from retrieval import clickhouse
 from retrieval.legs import BASE, TIE_BREAK, Context
-from retrieval.pool import RowId
+from retrieval.pool import row_id
 
 
 def run(ctx: Context):
@@ -25,7 +25,7 @@ def run(ctx: Context):
     )
     return [
         (
-            RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]),
+            row_id(r),
             {"chunk_similarity": r["chunk_sim"]},
             {"text": r["text"], "start_char": r["start_char"], "chunk_index": r["chunk_index"]},
             None,

@@ -9,7 +9,7 @@ import numpy as np
 from retrieval import clickhouse, vector_mirror
 from retrieval.eligibility import IDENTITY_TYPE
 from retrieval.legs import TIE_BREAK, Context, Hit
-from retrieval.pool import META, RowId
+from retrieval.pool import META, RowId, row_id
 
 
 def _select(ctx: Context) -> str:
@@ -23,7 +23,7 @@ def _select(ctx: Context) -> str:
 def _hits(rows: list[dict]) -> list[Hit]:
     return [
         (
-            RowId(r["namespace"], r["memory_key"], r["agent"], r["session_id"], r["version"]),
+            row_id(r),
             {"value_similarity": r["value_sim"], "key_similarity": r["key_sim"]},
             None,
             {name: r[name] for name in META},
