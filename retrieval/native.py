@@ -7,7 +7,7 @@ Only the column types the schema uses are supported; anything else raises.
 """
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -158,7 +158,12 @@ def _reader(ch_type: str):
         scale = 10 ** int(match.group(1))
         def read(view, at):
             ticks = int(np.frombuffer(view, "<i8", 1, at)[0])
-            return datetime.fromtimestamp(ticks / scale, UTC), at + 8
+            return _EPOCH + timedelta(microseconds=ticks * 1_000_000 // scale), at + 8
+        return read
+    if ch_type.startswith("Nullable("):
+        inner = _reader(ch_type[len("Nullable(") : -1])
+        def read(view, at):
+            return (None, at + 1) if view[at] else inner(view, at + 1)
         return read
     if ch_type.startswith("Array("):
         inner = ch_type[len("Array(") : -1]

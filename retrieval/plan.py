@@ -146,7 +146,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
 
     budget = pick("retrieval_budget")
     top_k = pick("top_k")
-    legs = set(MODE_LEGS[mode]) | {"vector", "chunks", "key_match"}
+    legs = set(MODE_LEGS[mode]) | {"vector", "chunks"}
     if budget != "fast" or request.entity_filter:
         legs.add("entity")
     if budget == "deep":

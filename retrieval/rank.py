@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from retrieval import text
 from retrieval.plan import Plan, SearchRequest
 from retrieval.pool import Candidate
 from retrieval.query import DateCue, QueryShape
@@ -83,7 +84,7 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
             terms["reinforcement"] = plan.reinforcement_weight * earned
         if settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT:
             terms["trust"] = settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT * TRUST.get(row["source_class"], 0.0)
-        key_match = KEY_MATCH[settings.LOOM_MEMORY_SEARCH_KEY_MATCH_MODE] * c.signals.get("key_match", 0.0)
+        key_match = KEY_MATCH[settings.LOOM_MEMORY_SEARCH_KEY_MATCH_MODE] * _key_share(c, inputs.shape.terms)
         if key_match:
             terms["key_match"] = key_match
         if row["sensitivity"] in ("medium", "high") and not inputs.shape.contact:
@@ -100,6 +101,17 @@ def order(candidates: list[Candidate]) -> list[Candidate]:
     """By score; ties by similarity, then by the row's name, so identical searches serve identical windows."""
     return sorted(candidates, key=lambda c: (-c.score, -c.similarity, c.id.memory_key, c.id.namespace,
                                              c.id.agent, c.id.session_id, -c.id.version))  # fmt: skip
+
+
+def _key_share(c: Candidate, terms: list[str]) -> float:
+    """The share of the query's content words the row's stemmed key parts cover.
+
+    A tie-break among candidates the legs found, so it needs no statement of its
+    own: rows a key names are found by the key axis and the lexical legs.
+    """
+    if not terms:
+        return 0.0
+    return len(set(terms) & text.key_terms(c.id.memory_key).keys()) / len(terms)
 
 
 def _newness(candidates: list[Candidate]) -> dict:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
+from retrieval import vector_mirror
 from retrieval import query as query_text
 from retrieval.errors import Rejected
 from retrieval.legs import Context
@@ -23,7 +24,6 @@ from retrieval.legs.vector import rescore
 from retrieval.plan import Plan, SearchRequest, resolve
 from retrieval.pool import Candidate, Pool, row_id
 from retrieval.providers.embedders import get_embedder
-from retrieval.reads import COLUMNS
 from retrieval.thresholds import Gates
 from retrieval.thresholds import resolve as resolve_gates
 from tenancy.access import Scope
@@ -110,7 +110,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     ranked = rank.order(candidates)
     clock.lap("rank")
     served = window.shape(ranked, ctx.plan, prepared.floor)
-    hydrate(ctx.org, served)
+    hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities)
     degraded += _unserved_providers(ctx.plan)
@@ -219,25 +219,41 @@ def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
     return [c for c in pool.values() if c.meta is not None]
 
 
-def hydrate(org: str, candidates: list[Candidate]) -> None:
-    """Attach each candidate's memory row (the exact version the legs scored)."""
+# What a hit shows of its row. Read without FINAL (the merge costs more than the row):
+# each identity's newest revision is kept here instead.
+HIT_COLUMNS = (
+    "namespace, memory_key, agent, session_id, version, revision, status, superseded_by, value, memory_type, "
+    "tags, entities, source_class, valid_at, created_at"
+)
+
+
+def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
+    """Attach each candidate's memory row (the exact version the legs scored, at its latest revision).
+
+    Live rows the vector mirror holds come from it; the rest are read.
+    """
     if not candidates:
         return
+    by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
+    unread = [c for c in candidates if c.id not in by_id]
     rows = clickhouse.query(
         f"""
-        SELECT namespace, {COLUMNS} FROM memories FINAL
+        SELECT {HIT_COLUMNS} FROM memories
         WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}
           AND memory_key IN {{keys:Array(String)}}
           AND (namespace, memory_key, agent, session_id, version) IN {{ids:{eligibility.IDENTITY_TYPE}}}
         """,
         {
             "org": org,
-            "namespaces": sorted({c.id.namespace for c in candidates}),
-            "keys": sorted({c.id.memory_key for c in candidates}),
-            "ids": [c.id.as_tuple() for c in candidates],
+            "namespaces": sorted({c.id.namespace for c in unread}),
+            "keys": sorted({c.id.memory_key for c in unread}),
+            "ids": [c.id.as_tuple() for c in unread],
         },
-    )
-    by_id = {row_id(row): row for row in rows}
+    ) if unread else []  # fmt: skip
+    for row in rows:
+        held = by_id.get(rid := row_id(row))
+        if held is None or row["revision"] > held["revision"]:
+            by_id[rid] = row
     for c in candidates:
         c.row = by_id.get(c.id)
 

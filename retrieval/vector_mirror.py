@@ -1,5 +1,9 @@
 """An in-process copy of each namespace's live vectors, for the vector leg of an unfiltered search.
 
+It also holds what a hit shows of each live row (value and dates; the rest is
+on the vector row) and whether the namespace has any chunk, so a search the
+mirror answers needs no statement for its window or an empty chunk leg.
+
 Only with the embedded engine: one process owns its data directory, so every
 write passes through this process's write path, which tells the mirror what
 it stored and what it retired (`added`, `retired`), after the statements
@@ -11,12 +15,15 @@ load and the notices. A search whose filters narrow the set, or that replays
 `as_of`, or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse
 instead: the mirror is an index of the table, never a second source of truth.
 
-Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here;
-numpy over the same rows ~6 ms (bench/search.py).
+Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
+numpy over the same rows ~6 ms; and any statement reading a few rows costs it
+5-15 ms (bench/search.py). Values are immutable per version and status only
+moves forward, so a live row's copy is never stale once its notice is applied.
 """
 
 import logging
 import threading
+from dataclasses import asdict
 
 import numpy as np
 from django.conf import settings
@@ -43,12 +50,16 @@ class Vectors:
         self.ids: list[RowId] = []
         self.position: dict[RowId, int] = {}
         self.meta: list[dict] = []
+        self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
         self.values = self.keys = None  # (capacity, dim) float32, made on the first add
         self.visible = np.zeros(0, dtype=bool)  # live and not a reflection
+        # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
+        self.chunked = False
 
-    def add(self, rows: list[dict]) -> None:
+    def add(self, rows: list[dict], chunked: bool = False) -> None:
         with self.lock:
             self._add(rows)
+            self.chunked = self.chunked or chunked
 
     def _add(self, rows: list[dict]) -> None:
         fresh = []
@@ -58,6 +69,7 @@ class Vectors:
                 fresh.append(row)
             else:
                 self.meta[at] = {name: row[name] for name in META}
+                self.shown[at] = _shown(row)
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)
@@ -69,6 +81,7 @@ class Vectors:
             self.position[row_id(row)] = start + offset
             self.ids.append(row_id(row))
             self.meta.append({name: row[name] for name in META})
+            self.shown.append(_shown(row))
 
     def _reserve(self, size: int, dim: int) -> None:
         capacity = 0 if self.values is None else len(self.values)
@@ -114,6 +127,31 @@ class Vectors:
         return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
 
 
+    def rows(self, ids: list[RowId]) -> dict[RowId, dict]:
+        """The memory rows of these ids that are live here, shaped as the window's hydrate reads them."""
+        found = {}
+        with self.lock:
+            for rid in ids:
+                at = self.position.get(rid)
+                if at is None or not self.visible[at] or self.shown[at] is None:
+                    continue
+                value, valid_at, created_at = self.shown[at]
+                meta = self.meta[at]
+                found[rid] = {
+                    **asdict(rid), "status": "active", "superseded_by": 0, "value": value, "valid_at": valid_at,
+                    "created_at": created_at, **{name: meta[name] for name in SHOWN_META},
+                }  # fmt: skip
+        return found
+
+
+# A hit's columns that the vector row already carries.
+SHOWN_META = ("memory_type", "tags", "entities", "source_class")
+
+
+def _shown(row: dict) -> tuple | None:
+    return (row["value"], row["valid_at"], row["created_at"]) if "value" in row else None
+
+
 def _name(row_id: RowId) -> tuple:
     return (row_id.memory_key, row_id.namespace, row_id.agent, row_id.session_id, row_id.version)
 
@@ -151,7 +189,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
             if mirror is None:
                 continue
             if kind == "add":
-                mirror.add(items)
+                mirror.add(*items)
             else:
                 mirror.retire(items)
         _mirrors[key] = mirror
@@ -159,6 +197,27 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
 
 def loaded(org: str, namespace: str, model: str) -> bool:
     return (clickhouse.target(), org, namespace, model) in _mirrors
+
+
+def rows(org: str, model: str, ids: list[RowId]) -> dict[RowId, dict]:
+    """Memory rows the loaded mirrors hold for these ids (live versions only); the rest must be read."""
+    if not enabled():
+        return {}
+    target, found = clickhouse.target(), {}
+    for namespace in {rid.namespace for rid in ids}:
+        mirror = _mirrors.get((target, org, namespace, model))
+        if mirror is not None:
+            found.update(mirror.rows([rid for rid in ids if rid.namespace == namespace]))
+    return found
+
+
+def without_chunks(org: str, namespaces: list[str], model: str) -> bool:
+    """True when every namespace's mirror is loaded and none of them has a chunk: the chunk leg has nothing to read."""
+    if not enabled():
+        return False
+    target = clickhouse.target()
+    mirrors = [_mirrors.get((target, org, namespace, model)) for namespace in namespaces]
+    return all(mirror is not None and not mirror.chunked for mirror in mirrors)
 
 
 def _load(org: str, namespace: str, model: str) -> Vectors | None:
@@ -184,24 +243,59 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
         params,
         [types[name] for name in columns],
     )
+    chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {where}", params)
     rows = [dict(zip(columns, row)) for row in rows]
+    _attach_shown(rows, _live_memory_columns(org, namespace))
     mirror = Vectors()
-    mirror.add(rows)
+    mirror.add(rows, chunked=bool(chunked))
     return mirror
 
 
-def added(org: str, namespace: str, rows: list[dict]) -> None:
-    """The write path stored these embedding rows (active versions)."""
+SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at")
+
+
+def _live_memory_columns(org: str, namespace: str) -> list[dict]:
+    """Value and dates of the namespace's live rows, by the same liveness rule as the vectors."""
+    types = clickhouse.column_types("memories")
+    where = "org = {org:String} AND namespace = {namespace:String}"
+    rows = clickhouse.query_decoded(
+        f"""
+        SELECT {", ".join(SHOWN_COLUMNS)} FROM memories
+        WHERE {where} AND status = 'active'
+          AND (memory_key, agent, session_id, version) NOT IN (
+              SELECT memory_key, agent, session_id, version FROM memories WHERE {where} AND status != 'active')
+        LIMIT 1 BY memory_key, agent, session_id, version
+        """,
+        {"org": org, "namespace": namespace},
+        [types[name] for name in SHOWN_COLUMNS],
+    )
+    return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]
+
+
+def _attach_shown(rows: list[dict], memory_rows: list[dict]) -> None:
+    """Copy each memory row's value and dates onto its embedding row (a row without one is hydrated from ClickHouse)."""
+    identity = ("memory_key", "agent", "session_id", "version")
+    by_id = {tuple(m[name] for name in identity): m for m in memory_rows}
+    for row in rows:
+        if (memory := by_id.get(tuple(row[name] for name in identity))) is not None:
+            row.update(value=memory["value"], valid_at=memory["valid_at"], created_at=memory["created_at"])
+
+
+def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
+    """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
     if not enabled() or not rows:
         return
+    rows = [dict(row) for row in rows]
+    _attach_shown(rows, memory_rows)
     with _lock:
         for model in {row["embedding_model"] for row in rows}:
             key = (clickhouse.target(), org, namespace, model)
             mine = [row for row in rows if row["embedding_model"] == model]
+            chunked = any(chunk["embedding_model"] == model for chunk in chunks)
             if key in _pending:
-                _pending[key].append(("add", mine))
+                _pending[key].append(("add", (mine, chunked)))
             elif _mirrors.get(key) is not None:
-                _mirrors[key].add(mine)
+                _mirrors[key].add(mine, chunked)
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:

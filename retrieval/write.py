@@ -272,7 +272,7 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     ]
     clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
     vector_mirror.retired(scope.org, scope.namespace, retired)
-    vector_mirror.added(scope.org, scope.namespace, embeddings)
+    vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, [plan.row for plan in changed])
 
 
 _IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")

@@ -83,12 +83,11 @@ _workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="loom-leg")
 
 
 def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
-    from retrieval.legs import bm25, chunks, entity, graph, key_match, lexical, related, temporal, vector
+    from retrieval.legs import bm25, chunks, entity, graph, lexical, related, temporal, vector
 
     legs = {
         "vector": vector.run, "chunks": chunks.run, "lexical": lexical.run, "bm25": bm25.run,
-        "key_match": key_match.run, "entity": entity.run, "graph": graph.run, "temporal": temporal.run,
-        "related": related.run,
+        "entity": entity.run, "graph": graph.run, "temporal": temporal.run, "related": related.run,
     }  # fmt: skip
     running = {name: _workers.submit(_timed, leg, ctx) for name, leg in legs.items() if name in ctx.plan.legs}
     for name, future in running.items():

@@ -1,11 +1,13 @@
 """Verbatim chunks: passages of long values; each parent row keeps its best passage."""
 
-from retrieval import clickhouse
+from retrieval import clickhouse, vector_mirror
 from retrieval.legs import BASE, TIE_BREAK, Context
 from retrieval.pool import row_id
 
 
 def run(ctx: Context):
+    if vector_mirror.without_chunks(ctx.org, ctx.namespaces, ctx.model):
+        return []  # no value in these namespaces was long enough to chunk
     rows = clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version,
