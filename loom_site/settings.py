@@ -152,6 +152,17 @@ LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer("LOOM_MEMORY_CHUNK_OVERLAP_CHARS",
 LOOM_EMBEDDING_MODEL = env.string("LOOM_EMBEDDING_MODEL", "fake-ngram-384")
 LOOM_EMBEDDING_PROVIDER = env.choice("LOOM_EMBEDDING_PROVIDER", "", ("", "fake", "local", "openai", "gemini"))
 LOOM_LOCAL_MODEL_DIR = env.string("LOOM_LOCAL_MODEL_DIR")
+# The width OpenAI and Gemini are asked for; local models emit their native width.
+LOOM_EMBEDDING_DIM = env.integer("LOOM_EMBEDDING_DIM", 3072, minimum=8, maximum=4096)
+OPENAI_API_KEY = env.string("OPENAI_API_KEY")
+OPENAI_BASE_URL = env.string("OPENAI_BASE_URL")
+LOOM_EMBEDDING_RETRY_ATTEMPTS = env.integer("LOOM_EMBEDDING_RETRY_ATTEMPTS", 3, minimum=1, maximum=10)
+LOOM_EMBEDDING_RETRY_MAX_WAIT_S = env.number("LOOM_EMBEDDING_RETRY_MAX_WAIT_S", 10.0, minimum=0)
+LOOM_HTTP_CLIENT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_TIMEOUT_S", 20.0, minimum=0.1)
+LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S", 5.0, minimum=0.1)
+# The query path's bound: per attempt, and how many more attempts, then 503 EMBED_TIMEOUT.
+LOOM_MEMORY_SEARCH_EMBED_BOUND_S = env.number("LOOM_MEMORY_SEARCH_EMBED_BOUND_S", 2.5, minimum=0.05)
+LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES = env.integer("LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES", 1, minimum=0)
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)
 
 # --- Search ------------------------------------------------------------------

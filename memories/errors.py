@@ -12,6 +12,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from retrieval.clickhouse import ClickHouseUnavailable
+from retrieval.providers import remote
 from retrieval.reads import BadCursor
 from retrieval.errors import Rejected
 from tenancy.access import AccessDenied
@@ -43,6 +44,8 @@ STATUS = {
     "DUPLICATE_ITEM": 422,
     "INTERNAL_ERROR": 500,
     "CLICKHOUSE_UNAVAILABLE": 503,
+    "EMBED_TIMEOUT": 503,
+    "EMBEDDER_UNAVAILABLE": 503,
 }
 
 # DRF's validation codes (and our fields' own) to envelope codes.
@@ -122,6 +125,13 @@ def exception_handler(exc, context):
     if isinstance(exc, ClickHouseUnavailable):
         log.error("ClickHouse unavailable: %s", exc)
         return error_response("CLICKHOUSE_UNAVAILABLE", "ClickHouse is unavailable; retry shortly")
+    if isinstance(exc, remote.EmbedTimeout):
+        return error_response("EMBED_TIMEOUT", f"{exc}; retry shortly")
+    if isinstance(exc, remote.InputTooLong):
+        return error_response("VALUE_TOO_LARGE", str(exc), "value")
+    if isinstance(exc, remote.ProviderError):
+        log.error("embedding provider failed: %s", exc)
+        return error_response("EMBEDDER_UNAVAILABLE", f"the embedding provider failed ({exc}); retry shortly")
     if isinstance(exc, exceptions.APIException):
         return error_response("INVALID_VALUE", str(exc.detail), status=exc.status_code)
     log.exception("unhandled error in %s", context.get("view").__class__.__name__)

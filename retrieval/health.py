@@ -17,7 +17,7 @@ def report() -> dict:
     embedder = get_embedder()
     problems = []
     if embedder.provider == "fake":
-        problems.append("fake_embedder")
+        problems.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
     if LLM["provider"] == "fake":
         problems.append("fake_llm")
     if not engine["ok"]:

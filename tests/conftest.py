@@ -122,3 +122,28 @@ def ranker(agent):
     )
     assert reply.status in (200, 201), reply.json
     return agent
+
+
+@pytest.fixture
+def model_server():
+    """An OpenAI-speaking provider on a free loopback port, for one test."""
+    from tests.model_server import ModelServer
+
+    server = ModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openai_embedder(model_server, settings):
+    """The process embeds with text-embedding-3-small through the real openai SDK, against `model_server`."""
+    from retrieval.providers import embedders
+
+    settings.LOOM_EMBEDDING_MODEL = "text-embedding-3-small"
+    settings.LOOM_EMBEDDING_DIM = 64
+    settings.OPENAI_API_KEY = "sk-test-key"
+    settings.OPENAI_BASE_URL = model_server.url
+    settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S = 0  # back off, but do not sleep the suite
+    embedders.get_embedder.cache_clear()
+    yield embedders.get_embedder()
+    embedders.get_embedder.cache_clear()

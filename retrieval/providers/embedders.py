@@ -6,6 +6,7 @@ back as float32 rows, L2-normalised, so a dot product is a cosine.
 
 import hashlib
 import json
+import logging
 import re
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -35,6 +38,7 @@ class FakeEmbedder:
     """
 
     provider = "fake"
+    key_missing_for = ""  # the real model this fake stands in for, when its key is missing
 
     def __init__(self, dim: int):
         self.dim = dim
@@ -161,6 +165,15 @@ def build(model: str) -> Embedder:
                 "set LOOM_LOCAL_MODEL_DIR for another fastembed model directory"
             )
         return LocalEmbedder.minilm()
+    if provider == "openai":
+        if not settings.OPENAI_API_KEY:
+            log.error("LOOM_EMBEDDING_MODEL=%s needs OPENAI_API_KEY; embedding with the fake instead", model)
+            fake = FakeEmbedder(settings.LOOM_EMBEDDING_DIM)
+            fake.key_missing_for = model
+            return fake
+        from retrieval.providers.openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder(model, settings.OPENAI_API_KEY, settings.LOOM_EMBEDDING_DIM)
     raise ImproperlyConfigured(f"the {provider} embedder is not available in this build yet")
 
 

@@ -1,0 +1,97 @@
+"""What every network embedder shares: retries, the input and output guards, the query path's bound.
+
+The spec's table: retry transport errors and 408, 409, 425, 429, 500, 502,
+503, 504 up to LOOM_EMBEDDING_RETRY_ATTEMPTS, backing off 0.5 s x 2^n (capped
+at LOOM_EMBEDDING_RETRY_MAX_WAIT_S); never retry another status (a 401 will
+not heal); count tokens before sending and refuse an oversize input rather
+than let the provider truncate it; refuse a vector that is empty, of the wrong
+width, or not finite.
+"""
+
+import logging
+import time
+
+import numpy as np
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+BACKOFF_BASE_S = 0.5
+BATCH = 100  # inputs per request, OpenAI's and Gemini's limit
+
+
+class ProviderError(Exception):
+    """A provider answered with an error that retrying did not (or cannot) fix."""
+
+    def __init__(self, provider: str, message: str, status: int | None = None):
+        super().__init__(f"{provider}: {message}")
+        self.provider, self.status = provider, status
+
+
+class MalformedEmbedding(ProviderError):
+    """The provider's vector is empty, of the wrong width, or holds a non-finite value."""
+
+
+class InputTooLong(ValueError):
+    """An input over the provider's token limit: refused, never truncated."""
+
+
+class EmbedTimeout(Exception):
+    """The query path's bound ran out (503 EMBED_TIMEOUT)."""
+
+
+class Transient(Exception):
+    """A failure worth another attempt: a transport error or a retryable status."""
+
+    def __init__(self, status: int | None, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def with_retries(provider: str, send, attempts: int | None = None):
+    """Call `send()` until it returns, retrying a Transient with exponential backoff."""
+    attempts = attempts or settings.LOOM_EMBEDDING_RETRY_ATTEMPTS
+    for attempt in range(attempts):
+        try:
+            return send()
+        except Transient as exc:
+            if attempt + 1 == attempts:
+                raise ProviderError(provider, f"gave up after {attempts} attempts: {exc}", exc.status) from exc
+            wait = min(BACKOFF_BASE_S * 2**attempt, settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S)
+            log.warning("%s embedding attempt %d failed (%s); retrying in %.1f s", provider, attempt + 1, exc, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def estimated_tokens(text: str) -> int:
+    """An upper estimate of a BPE token count, offline (no tokenizer download).
+
+    Every token covers at least one byte, and English BPE averages ~4 bytes a
+    token; a third of the UTF-8 length keeps a margin over that average.
+    """
+    return -(-len(text.encode()) // 3)
+
+
+def guard_input(provider: str, texts: list[str], limit: int) -> None:
+    for index, text in enumerate(texts):
+        if (tokens := estimated_tokens(text)) > limit:
+            raise InputTooLong(f"{provider}: input {index} is ~{tokens} tokens, over the model's {limit}")
+
+
+def guard_output(provider: str, vectors: list, count: int, dim: int) -> np.ndarray:
+    """The provider's vectors as float32 rows, L2-normalised, or MalformedEmbedding."""
+    if len(vectors) != count:
+        raise MalformedEmbedding(provider, f"{len(vectors)} vectors for {count} inputs")
+    for index, vector in enumerate(vectors):
+        if len(vector) == 0:
+            raise MalformedEmbedding(provider, f"vector {index} is empty")
+        if len(vector) != dim:
+            raise MalformedEmbedding(provider, f"vector {index} has width {len(vector)}, not {dim}")
+    out = np.asarray(vectors, dtype=np.float32)
+    if not np.isfinite(out).all():
+        raise MalformedEmbedding(provider, "a vector holds a non-finite value")
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise MalformedEmbedding(provider, "a vector is all zeros")
+    return out / norms

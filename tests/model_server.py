@@ -1,0 +1,97 @@
+"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings API, records every request.
+
+Answers are scripted per test (`server.script(...)`: a status, a delay, a
+malformed vector); unscripted requests get real vectors of the asked width
+from the fake embedder, so searches over them behave like searches.
+"""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+from retrieval.providers.embedders import FakeEmbedder
+
+
+@dataclass
+class Answer:
+    status: int = 200
+    delay_s: float = 0.0
+    vector: list | None = None  # replaces every vector of the answer (malformed-output tests)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict
+    body: dict
+
+
+@dataclass
+class ModelServer:
+    requests: list[Seen] = field(default_factory=list)
+    _script: list[Answer] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> "ModelServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                with server._lock:
+                    server.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    answer = server._script.pop(0) if server._script else Answer()
+                if answer.delay_s:
+                    threading.Event().wait(answer.delay_s)
+                if answer.status != 200:
+                    return self._send(answer.status, {"error": {"message": f"scripted {answer.status}", "code": None}})
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                dim = body.get("dimensions") or 64
+                vectors = FakeEmbedder(dim).embed_many(texts)
+                data = [
+                    {"object": "embedding", "index": i,
+                     "embedding": answer.vector if answer.vector is not None else [float(x) for x in vectors[i]]}
+                    for i in range(len(texts))
+                ]  # fmt: skip
+                usage = {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0}
+                self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
+
+            def _send(self, status, payload):
+                raw = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing to answer
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http.daemon_threads = True
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def script(self, *answers: Answer) -> None:
+        with self._lock:
+            self._script.extend(answers)
+
+    def embedding_requests(self) -> list[Seen]:
+        return [seen for seen in self.requests if seen.path.endswith("/embeddings")]
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+NAN = float(np.nan)
