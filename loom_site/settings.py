@@ -164,6 +164,9 @@ LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_CONNECT_TIMEOU
 LOOM_MEMORY_SEARCH_EMBED_BOUND_S = env.number("LOOM_MEMORY_SEARCH_EMBED_BOUND_S", 2.5, minimum=0.05)
 LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES = env.integer("LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES", 1, minimum=0)
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)
+# The per-org model-call switch: how often a process re-reads it, and how long it trusts its copy.
+LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS", 5.0, minimum=0)
+LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS", 60.0, minimum=0)
 
 # --- Search ------------------------------------------------------------------
 LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)

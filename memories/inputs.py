@@ -269,3 +269,14 @@ class MemoryRelated(OpInput):
     memory_key = MemoryKey()
     min_overlap = Integer(min_value=1, max_value=64, default=1)
     top_k = Integer(min_value=1, max_value=500, default=20)
+
+
+class OrgInput(Strict):
+    """An op on the token's org itself."""
+
+    org = String(required=False, max_chars=128, help_text="Must be the token's org when given.")
+
+
+class OrgSetModelCalls(OrgInput):
+    enabled = Boolean(help_text="false switches every model call for the org off: nothing model-made reaches it.")
+    reason = String(max_chars=500, allow_empty=False, plain=True, help_text="Why; kept in the audit trail.")

@@ -62,6 +62,10 @@ class WriteResultOut(serializers.Serializer):
     sensitivity_reason = serializers.CharField(allow_null=True, help_text="What raised the value to high.")
     embedding_model = serializers.CharField()
     chunks = serializers.IntegerField()
+    embedding_pending = serializers.BooleanField(
+        help_text="Stored with an embedding stub because the org's model calls are off; search finds it once "
+        "`embed_pending` has embedded it."
+    )
 
 
 class MemorySetBatchOut(serializers.Serializer):
@@ -96,6 +100,19 @@ class NamespaceOut(serializers.Serializer):
     description = serializers.CharField()
     updated_at = serializers.DateTimeField()
     updated_by = serializers.CharField()
+
+
+class ModelCallChangeOut(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    reason = serializers.CharField()
+    actor = serializers.CharField()
+    changed_at = serializers.DateTimeField()
+
+
+class ModelCallsOut(serializers.Serializer):
+    org = serializers.CharField()
+    enabled = serializers.BooleanField(help_text="On unless an admin switched it off.")
+    history = ModelCallChangeOut(many=True, help_text="The newest changes first: who, when, why.")
 
 
 class ClickHouseHealthOut(serializers.Serializer):

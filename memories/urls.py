@@ -15,6 +15,8 @@ OPS = [
     views.MemorySearchTrace,
     views.MemorySearchTraceLog,
     views.MemoryOutcome,
+    views.OrgSetModelCalls,
+    views.OrgGetModelCalls,
 ]
 
 urlpatterns = [path(f"v1/{view.op}", view.as_view()) for view in OPS] + [

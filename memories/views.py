@@ -17,7 +17,8 @@ from memories import inputs, outputs
 from memories.errors import ApiError, error_response
 from retrieval import health, namespaces, reads, service, trace, usage, write
 from retrieval.plan import SearchRequest
-from tenancy.access import Scope, authorize
+from retrieval.providers import customer
+from tenancy.access import Scope, authorize, authorize_org
 from tenancy.roles import Role
 
 
@@ -241,6 +242,35 @@ class MemoryOutcome(OpView):
     def run(self, scope, data):
         recorded = usage.record(scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"])
         return self.answer({"recorded": recorded, "outcome": data["outcome"]})
+
+
+class OrgOpView(OpView):
+    """An op on the token's org itself, not on one of its namespaces."""
+
+    request_serializer = inputs.OrgInput
+
+    def post(self, request):
+        data = self.validate(read_json(request))
+        return self.run(authorize_org(request.auth, data.pop("org", None), self.role), data)
+
+
+class OrgSetModelCalls(OrgOpView):
+    op = "org.set_model_calls"
+    role = Role.ADMIN
+    request_serializer = inputs.OrgSetModelCalls
+    response_serializer = outputs.ModelCallsOut
+
+    def run(self, scope, data):
+        return self.answer(customer.set_model_calls(scope.org, data["enabled"], data["reason"], scope.subject))
+
+
+class OrgGetModelCalls(OrgOpView):
+    op = "org.get_model_calls"
+    role = Role.ADMIN
+    response_serializer = outputs.ModelCallsOut
+
+    def run(self, scope, data):
+        return self.answer(customer.get_model_calls(scope.org))
 
 
 class Health(APIView):

@@ -29,12 +29,16 @@ class Verdict:
     top_similarity: float | None
 
 
-def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missing_entities: list[str]) -> Verdict:
+def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missing_entities: list[str],
+          cosine: bool = True) -> Verdict:  # fmt: skip
+    """`cosine=False`: the query has no vector (model calls off), so lexical hits stand, at high risk."""
     if missing_entities:
         names = ", ".join(missing_entities)
         return Verdict(True, "entity_absent", f"no memory mentions {names}", 0.0, "abstain", None)
     if not ranked or not window:
         return Verdict(True, "no_match", "nothing in scope matched the query", 0.0, "abstain", None)
+    if not cosine:
+        return Verdict(False, None, None, 0.0, "high", None)
     if settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE == "window":
         top = max(c.similarity for c in window)
     else:

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
 from retrieval import vector_mirror
+from retrieval.providers import customer
 from retrieval import query as query_text
 from retrieval.errors import Rejected
 from retrieval.legs import Context
@@ -87,6 +88,8 @@ class _Prepared:
     missing_entities: list[str]
     skipped: list[str]
     config: namespaces.NamespaceConfig
+    degraded: list[str]  # what the search could not run, known before the legs
+    cosine: bool  # False when the query could not be embedded: no similarity to judge by
 
 
 def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
@@ -95,7 +98,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         result = paging.serve(scope, request.page, clock)
         return _finish(scope, request, result, op, run_id, clock, text_capture=False)
     prepared = _prepare(scope, request, clock)
-    ctx, degraded = prepared.ctx, []
+    ctx, degraded = prepared.ctx, list(prepared.degraded)
     pool = Pool()
     run_legs(ctx, pool, degraded, clock.stages)
     clock.last = time.perf_counter()
@@ -112,7 +115,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     served = window.shape(ranked, ctx.plan, prepared.floor)
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
-    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities)
+    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.cosine)
     degraded += _unserved_providers(ctx.plan)
     result = SearchResult(
         hits=hits(served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens,
@@ -149,7 +152,9 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
     prepared = _prepare(scope, request, clock)
     ctx = prepared.ctx
     ctx.plan.legs = {"vector", "chunks"}
-    pool, degraded = Pool(), []
+    if not prepared.cosine:
+        ctx.plan.legs = set()
+    pool, degraded = Pool(), list(prepared.degraded)
     run_legs(ctx, pool, degraded, clock.stages)
     candidates = _complete(ctx, pool)
     wanted = {entity.lower() for entity in request.entity_filter}
@@ -185,10 +190,20 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     searched, skipped = _namespaces(scope, request)
     embedder = get_embedder()
     clock.lap("plan")
-    vector = embedder.embed(request.query).tolist()
+    degraded = []
+    try:
+        with customer.for_org(scope.org):
+            vector = embedder.embed(request.query).tolist()
+    except customer.ModelCallRefused as exc:
+        vector = None
+        degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
+        _without_a_model(plan, exc)
     clock.lap("embed")
     gates = resolve_gates(scope.org, scope.namespace, embedder.model_name)
     floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
+    cosine = vector is not None
+    if not cosine:
+        vector, floor = [0.0] * embedder.dim, 0.0  # candidates still read their rank columns; no cosine to floor
     cue = shape.date
     temporal_window = None
     if plan.mode == "temporal" and cue is not None:
@@ -208,7 +223,14 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     if detect:
         ctx.entities = sorted(set(wanted) | present)
     clock.lap("prepare")
-    return _Prepared(ctx, gates, floor, missing, skipped, config)
+    return _Prepared(ctx, gates, floor, missing, skipped, config, degraded, cosine)
+
+
+def _without_a_model(plan: Plan, refused: customer.ModelCallRefused) -> None:
+    """No query vector (the org's model calls are off): rank by the legs that need no model call."""
+    plan.legs = (plan.legs - {"vector", "chunks"}) | {"lexical", "bm25"}
+    plan.notes.append(f"{refused}: ranked by token overlap (search_mode lexical) instead of {plan.mode}")
+    plan.mode = "lexical"
 
 
 def _complete(ctx: Context, pool: Pool) -> list[Candidate]:

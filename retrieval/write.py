@@ -6,6 +6,7 @@ embeddings), then written table by table with `memories` last, so a row that
 identity's writes are serialised within the process by a striped lock.
 """
 
+import logging
 import threading
 import time
 import zlib
@@ -16,8 +17,11 @@ from django.conf import settings
 
 from retrieval import chunking, clickhouse, sensitivity, text, vector_mirror
 from retrieval.errors import Rejected
+from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
 
 ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
 MEMORY_TYPES = ("fact", "preference", "event", "observation", "instruction", "turn", "reflection")
@@ -64,6 +68,7 @@ class WriteResult:
     sensitivity_reason: str | None
     embedding_model: str
     chunks: int
+    embedding_pending: bool = False  # stored with a stub: the org's model calls are off (embed_pending fills it)
 
 
 # --- versions and locks -----------------------------------------------------
@@ -106,7 +111,7 @@ class _IdentityLocks:
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
     """Store a batch, all or nothing. Raises Rejected before storing anything."""
-    with _IdentityLocks(scope, [item.memory_key for item in items]):
+    with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(scope.org):
         current = _active_rows(scope, {item.memory_key for item in items})
         now = datetime.now(UTC)
         plans = []
@@ -123,7 +128,9 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
                     where,
                 )
             plans.append(_plan(scope, item, previous, changes, level, reason, now))
-        _embed(plans)
+        if not _embed(plans):
+            for plan in plans:
+                plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
         _store(scope, plans)
     return [plan.result for plan in plans]
 
@@ -149,11 +156,7 @@ def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
         return _Plan(item, previous, result)
     embedded = level != "high"
     model = get_embedder().model_name if embedded else ""
-    chunks = []
-    if embedded and len(item.value) > settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
-        chunks = chunking.split(
-            item.value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS
-        )
+    chunks = _chunks(item.value) if embedded else []
     version = next_version()
     row = {name: getattr(item, name) for name in _CONTENT}
     row.update(
@@ -195,21 +198,33 @@ def _same(stored, given) -> bool:
     return list(stored) == list(given) if isinstance(given, list) else stored == given
 
 
-def _embed(plans: list[_Plan]) -> None:
-    """Embed every new row's head and key, and its chunks, in one call."""
+def _chunks(value: str) -> list[tuple[int, str]]:
+    """A long value's passages: the row's own vector covers only its head."""
+    if len(value) <= settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
+        return []
+    return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS)
+
+
+def _embed(plans: list[_Plan]) -> bool:
+    """Embed every new row's head and key, and its chunks, in one call; False when the org's calls are refused."""
     todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
     if not todo:
-        return
+        return True
     texts = []
     for plan in todo:
-        texts += [plan.item.value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], plan.item.memory_key]
+        texts += [plan.row["value"][: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], plan.row["memory_key"]]
         texts += [passage for _, passage in plan.chunks]
-    vectors = get_embedder().embed_many(texts)
+    try:
+        vectors = get_embedder().embed_many(texts)
+    except customer.ModelCallRefused as exc:  # stored with stubs; embed_pending embeds them later
+        log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
+        return False
     at = 0
     for plan in todo:
         plan.head_vector, plan.key_vector = vectors[at], vectors[at + 1]
         plan.chunk_vectors = vectors[at + 2 : at + 2 + len(plan.chunks)]
         at += 2 + len(plan.chunks)
+    return True
 
 
 def _store(scope: Scope, plans: list[_Plan]) -> None:
@@ -223,38 +238,9 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
         row = plan.row
         ident = {k: row[k] for k in _IDENTITY}
         if row["embedding_model"]:
-            embeddings.append(
-                {
-                    **ident,
-                    "embedding_model": row["embedding_model"],
-                    "revision": row["revision"],
-                    "status": ACTIVE,
-                    **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
-                    "source_class": row["source_class"],
-                    "confidence": row["confidence"],
-                    "sensitivity": row["sensitivity"],
-                    "dated_at": row["valid_at"] or row["created_at"],
-                    "embedding_dim": len(plan.head_vector),
-                    "value_vector": plan.head_vector,
-                    "key_vector": plan.key_vector,
-                    "created_at": now,
-                }
-            )
-            for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors)):
-                chunks.append(
-                    {
-                        **ident,
-                        "embedding_model": row["embedding_model"],
-                        "chunk_index": index,
-                        "revision": row["revision"],
-                        "status": ACTIVE,
-                        "start_char": start,
-                        "text": passage,
-                        "embedding_dim": len(vector),
-                        "vector": vector,
-                        "created_at": now,
-                    }
-                )
+            vectors, passages = _vector_rows(plan, row["revision"], now)
+            embeddings.append(vectors)
+            chunks += passages
             terms += _term_input(row, ACTIVE, +1, row["revision"])
             graph.add(row, now)
         if plan.previous:
@@ -272,10 +258,66 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     ]
     clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
     vector_mirror.retired(scope.org, scope.namespace, retired)
-    vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, [plan.row for plan in changed])
+    embedded = [row for row in embeddings if row["embedding_dim"]]
+    vector_mirror.added(scope.org, scope.namespace, embedded, chunks, [plan.row for plan in changed])
 
 
 _IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
+
+
+def _vector_rows(plan: _Plan, revision: int, now: datetime) -> tuple[dict, list[dict]]:
+    """The row's memory_embeddings row (a stub, embedding_dim 0, when it has no vectors yet) and its chunks."""
+    row = plan.row
+    ident = {k: row[k] for k in _IDENTITY}
+    stub = plan.head_vector is None
+    vectors = {
+        **ident,
+        "embedding_model": row["embedding_model"],
+        "revision": revision,
+        "status": ACTIVE,
+        **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
+        "source_class": row["source_class"],
+        "confidence": row["confidence"],
+        "sensitivity": row["sensitivity"],
+        "dated_at": row["valid_at"] or row["created_at"],
+        "embedding_dim": 0 if stub else len(plan.head_vector),
+        "value_vector": [] if stub else plan.head_vector,
+        "key_vector": [] if stub else plan.key_vector,
+        "created_at": now,
+    }
+    passages = [
+        {**ident, "embedding_model": row["embedding_model"], "chunk_index": index, "revision": revision,
+         "status": ACTIVE, "start_char": start, "text": passage, "embedding_dim": len(vector), "vector": vector,
+         "created_at": now}
+        for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors))
+    ]  # fmt: skip
+    return vectors, passages
+
+
+def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
+    """Embed these (key, agent, session, version) rows, stored with stubs while the org's model calls were off.
+
+    Under the identities' locks, only versions still live are embedded: a row
+    superseded meanwhile keeps its status. The new vector rows carry a newer
+    revision, so they replace the stubs. Returns how many rows were embedded.
+    """
+    with _IdentityLocks(scope, [stub[0] for stub in stubs]), customer.for_org(scope.org):
+        live = _active_rows(scope, {stub[0] for stub in stubs}).values()
+        wanted = set(stubs)
+        rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
+        plans = [_Plan(None, None, None, row=row, chunks=_chunks(row["value"])) for row in rows]
+        if not rows or not _embed(plans):
+            return 0
+        now, revision = datetime.now(UTC), next_version()
+        embeddings, chunks = [], []
+        for plan in plans:
+            vectors, passages = _vector_rows(plan, revision, now)
+            embeddings.append(vectors)
+            chunks += passages
+        clickhouse.insert("memory_chunks", chunks)
+        clickhouse.insert("memory_embeddings", embeddings)
+        vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)
+    return len(rows)
 
 
 def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:

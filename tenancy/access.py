@@ -75,3 +75,16 @@ def authorize(principal: Principal, org: str | None, namespace: str, needs: Role
         org=principal.org, namespace=namespace, role=principal.role, subject=principal.subject,
         namespaces=principal.namespaces, read_scope=principal.read_scope,
     )  # fmt: skip
+
+
+def authorize_org(principal: Principal, org: str | None, needs: Role) -> Scope:
+    """An op on the org itself: the token's own org, a token not narrowed to some namespaces, the role."""
+    if org is not None and org != principal.org:
+        raise AccessDenied("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
+    if principal.namespaces is not None:
+        raise AccessDenied("NAMESPACE_FORBIDDEN", "an org operation needs a token not limited to some namespaces")
+    if principal.role < needs:
+        raise AccessDenied(
+            "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
+        )
+    return Scope(org=principal.org, namespace="", role=principal.role, subject=principal.subject)

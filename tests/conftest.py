@@ -145,5 +145,5 @@ def openai_embedder(model_server, settings):
     settings.OPENAI_BASE_URL = model_server.url
     settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S = 0  # back off, but do not sleep the suite
     embedders.get_embedder.cache_clear()
-    yield embedders.get_embedder()
+    yield embedders.get_embedder().inner  # the provider itself; ops reach it through the switch
     embedders.get_embedder.cache_clear()

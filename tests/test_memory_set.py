@@ -109,7 +109,7 @@ def test_a_long_value_is_chunked_and_only_its_head_is_embedded_on_the_row(backen
     from retrieval.providers.embedders import get_embedder
     import numpy as np
     stored = np.array(rows(alice.name, "doc", "memory_embeddings")[0]["value_vector"])
-    assert np.allclose(stored, get_embedder().embed(value[:200]), atol=1e-6)
+    assert np.allclose(stored, get_embedder().inner.embed(value[:200]), atol=1e-6)
 
 
 def test_value_and_key_are_embedded_with_the_model_name(backend, alice, call):
@@ -118,7 +118,7 @@ def test_value_and_key_are_embedded_with_the_model_name(backend, alice, call):
     [row] = rows(alice.name, "user.timezone", "memory_embeddings")
     from retrieval.providers.embedders import get_embedder
     import numpy as np
-    embedder = get_embedder()
+    embedder = get_embedder().inner  # the model itself, outside any org
     assert row["embedding_model"] == embedder.model_name and row["embedding_dim"] == 384
     assert np.allclose(row["value_vector"], embedder.embed("Europe/Berlin"), atol=1e-6)
     assert np.allclose(row["key_vector"], embedder.embed("user.timezone"), atol=1e-6)

@@ -16,6 +16,8 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval.providers import customer
+
 log = logging.getLogger(__name__)
 
 
@@ -177,7 +179,26 @@ def build(model: str) -> Embedder:
     raise ImproperlyConfigured(f"the {provider} embedder is not available in this build yet")
 
 
+class Attributed:
+    """The served embedder behind the model-call switch: every call names its org and is refused when it is off."""
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.provider, self.model_name, self.dim = inner.provider, inner.model_name, inner.dim
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed(self, text: str) -> np.ndarray:
+        customer.require()
+        return self.inner.embed(text)
+
+    def embed_many(self, texts: list[str]) -> np.ndarray:
+        customer.require()
+        return self.inner.embed_many(texts)
+
+
 @cache
-def get_embedder() -> Embedder:
+def get_embedder() -> Attributed:
     """The process's one embedder."""
-    return build(settings.LOOM_EMBEDDING_MODEL)
+    return Attributed(build(settings.LOOM_EMBEDDING_MODEL))

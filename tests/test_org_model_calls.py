@@ -1,0 +1,81 @@
+"""org.set_model_calls / org.get_model_calls: an admin switches an org's model calls off, and nothing model-made reaches it."""
+
+import pytest
+from django.core.management import call_command
+
+from retrieval import clickhouse
+from tests.conftest import Agent
+
+
+def switch(call, token, enabled, reason="incident 42", **more):
+    return call("org.set_model_calls", {"enabled": enabled, "reason": reason, **more}, token)
+
+
+def test_an_admin_switches_model_calls_off_and_the_audit_trail_says_who_and_why(backend, alice, call):
+    token = alice.token("admin")
+    assert call("org.get_model_calls", {}, token).json == {"org": alice.name, "enabled": True, "history": []}
+    off = switch(call, token, False, "customer asked us to stop")
+    assert off.status == 200 and off.json["enabled"] is False
+    assert switch(call, token, True, "resolved").json["enabled"] is True
+    history = call("org.get_model_calls", {}, token).json["history"]
+    assert [(h["enabled"], h["reason"]) for h in history] == [(True, "resolved"), (False, "customer asked us to stop")]
+    assert history[0]["actor"] and history[0]["changed_at"]
+
+
+@pytest.mark.parametrize(
+    "role,namespaces,body,status,code,field",
+    [
+        ("writer", (), {"enabled": False, "reason": "x"}, 403, "ROLE_FORBIDDEN", None),
+        ("admin", ("default",), {"enabled": False, "reason": "x"}, 403, "NAMESPACE_FORBIDDEN", None),
+        ("admin", (), {"enabled": False, "reason": "x", "org": "someone-else"}, 403, "ORG_MISMATCH", "org"),
+        ("admin", (), {"enabled": False}, 422, "MISSING_FIELD", "reason"),
+        ("admin", (), {"enabled": False, "reason": "  "}, 422, "INVALID_VALUE", "reason"),
+        ("admin", (), {"enabled": "no", "reason": "x"}, 422, "INVALID_TYPE", "enabled"),
+        ("admin", (), {"reason": "x"}, 422, "MISSING_FIELD", "enabled"),
+    ],
+)  # fmt: skip
+def test_who_may_flip_the_switch_and_what_they_must_send(backend, alice, call, role, namespaces, body, status, code,
+                                                        field):  # fmt: skip
+    reply = call("org.set_model_calls", body, alice.token(role, namespaces=namespaces))
+    assert (reply.status, reply.error, reply.json["error"].get("field")) == (status, code, field)
+    assert call("org.get_model_calls", {}, alice.token("admin")).json["enabled"] is True
+
+
+def test_a_switched_off_org_makes_no_call_while_another_orgs_go_on(backend, openai_embedder, model_server, alice, bob,
+                                                                   call):  # fmt: skip
+    alices, bobs = Agent(call, alice.token("admin")), Agent(call, bob.token("admin"))
+    alices.set({"memory_key": "before", "value": "the release train leaves on thursdays"})
+    assert switch(call, alices.token, False).status == 200
+    sent = len(model_server.embedding_requests())
+
+    stored = alices.set({"memory_key": "during", "value": "the offsite is in porto this year"}).json["items"][0]
+    assert stored["embedding_pending"] is True
+    found = alices.search("when does the release train leave")
+    assert found.status == 200 and found.json["search_mode"] == "lexical"
+    assert "leg:vector:model_calls_off" in found.json["degraded"]
+    assert [hit["memory_key"] for hit in found.json["hits"]] == ["before"]  # the lexical legs still answer
+    assert alices.hits("offsite porto") == []  # a stub is not searchable until it is embedded
+    assert len(model_server.embedding_requests()) == sent  # nothing reached the provider for alice
+
+    bobs.set({"memory_key": "b", "value": "bob's notes"})
+    assert bobs.hits("bob's notes") == ["b"]
+    assert len(model_server.embedding_requests()) == sent + 2  # bob's write and search went on
+
+    call_command("embed_pending")  # alice is still off: her stub is left alone
+    assert len(model_server.embedding_requests()) == sent + 2
+    switch(call, alices.token, True, "back on")
+    call_command("embed_pending")
+    assert alices.hits("where is the offsite this year")[0] == "during"
+
+
+def test_a_switch_flipped_by_another_process_is_seen_after_the_refresh(backend, agent, settings):
+    from datetime import UTC, datetime
+
+    from tenancy.models import ApiToken
+
+    settings.LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = 0
+    org = ApiToken.verify(agent.token).org.name
+    clickhouse.insert("org_model_calls", [{"org": org, "enabled": False, "reason": "elsewhere", "actor": "other",
+                                           "changed_at": datetime.now(UTC)}])  # fmt: skip
+    reply = agent.set({"memory_key": "k", "value": "written while off"})
+    assert reply.json["items"][0]["embedding_pending"] is True
