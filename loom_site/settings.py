@@ -160,6 +160,10 @@ LOOM_EMBEDDING_RETRY_ATTEMPTS = env.integer("LOOM_EMBEDDING_RETRY_ATTEMPTS", 3, 
 LOOM_EMBEDDING_RETRY_MAX_WAIT_S = env.number("LOOM_EMBEDDING_RETRY_MAX_WAIT_S", 10.0, minimum=0)
 LOOM_HTTP_CLIENT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_TIMEOUT_S", 20.0, minimum=0.1)
 LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S", 5.0, minimum=0.1)
+# Query embeddings: the process's LRU (entries, seconds) and the shared table (texts up to this long).
+LOOM_EMBEDDING_CACHE_SIZE = env.integer("LOOM_EMBEDDING_CACHE_SIZE", 4096, minimum=0)
+LOOM_EMBEDDING_CACHE_TTL_S = env.number("LOOM_EMBEDDING_CACHE_TTL_S", 3600.0, minimum=0)
+LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS = env.integer("LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS", 2000, minimum=0)
 # The query path's bound: per attempt, and how many more attempts, then 503 EMBED_TIMEOUT.
 LOOM_MEMORY_SEARCH_EMBED_BOUND_S = env.number("LOOM_MEMORY_SEARCH_EMBED_BOUND_S", 2.5, minimum=0.05)
 LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES = env.integer("LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES", 1, minimum=0)

@@ -16,7 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval.providers import customer
+from retrieval.providers import customer, embedding_cache
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +190,9 @@ class Attributed:
         return getattr(self.inner, name)
 
     def embed(self, text: str) -> np.ndarray:
-        customer.require()
-        return self.inner.embed(text)
+        """The query path: the switch first, then the caches, then the provider."""
+        org = customer.require()
+        return embedding_cache.queries.vector(org, self.inner, text)
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         customer.require()

@@ -1,0 +1,109 @@
+"""Query embeddings, cached: the process's LRU, then a call already in flight, then loom.embedding_cache.
+
+The key hashes the org, the model and the whitespace-normalised text, so one
+org is never served another's vector (nor learns, from a fast answer, that
+another org embedded the same text). The switch is checked before any of
+this (`customer.require()`), so an org switched off gets no cached vector
+either. A cache that fails falls through to the provider.
+"""
+
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from datetime import UTC, datetime
+
+import numpy as np
+from django.conf import settings
+
+from retrieval import clickhouse
+
+log = logging.getLogger(__name__)
+
+
+def key(org: str, model: str, text: str) -> str:
+    return hashlib.sha256(f"{org}\0{model}\0{normalised(text)}".encode()).hexdigest()
+
+
+def normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+class QueryCache:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries: OrderedDict[str, tuple[float, np.ndarray]] = OrderedDict()
+        self.in_flight: dict[str, Future] = {}
+
+    def vector(self, org: str, embedder, text: str) -> np.ndarray:
+        digest = key(org, embedder.model_name, text)
+        with self.lock:
+            hit = self._fresh(digest)
+            if hit is not None:
+                return hit
+            waiting = self.in_flight.get(digest)
+            if waiting is None:
+                mine = self.in_flight[digest] = Future()
+        if waiting is not None:  # the same org asked for the same text a moment ago: share its answer
+            return waiting.result()
+        try:
+            vector = _shared_get(digest, embedder.dim)
+            if vector is None:
+                vector = embedder.embed(normalised(text))
+                _shared_put(digest, embedder.model_name, vector, len(text))
+            with self.lock:
+                self.entries[digest] = (time.monotonic(), vector)
+                self.entries.move_to_end(digest)
+                while len(self.entries) > settings.LOOM_EMBEDDING_CACHE_SIZE:
+                    self.entries.popitem(last=False)
+            mine.set_result(vector)
+            return vector
+        except BaseException as exc:
+            mine.set_exception(exc)
+            raise
+        finally:
+            with self.lock:
+                self.in_flight.pop(digest, None)
+
+    def _fresh(self, digest: str) -> np.ndarray | None:
+        found = self.entries.get(digest)
+        if found is None:
+            return None
+        if time.monotonic() - found[0] > settings.LOOM_EMBEDDING_CACHE_TTL_S:
+            del self.entries[digest]
+            return None
+        self.entries.move_to_end(digest)
+        return found[1]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+def _shared_get(digest: str, dim: int) -> np.ndarray | None:
+    try:
+        rows = clickhouse.query_rows(
+            "SELECT vector FROM embedding_cache WHERE key = {key:String} AND length(vector) = {dim:UInt32} LIMIT 1",
+            {"key": digest, "dim": dim},
+        )
+    except Exception as exc:  # noqa: BLE001 -- a cache that fails is a miss
+        log.warning("embedding cache read failed: %s", exc)
+        return None
+    return np.asarray(rows[0][0], dtype=np.float32) if rows else None
+
+
+def _shared_put(digest: str, model: str, vector: np.ndarray, chars: int) -> None:
+    if chars > settings.LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS:
+        return
+    try:
+        clickhouse.insert(
+            "embedding_cache",
+            [{"key": digest, "model": model, "vector": vector, "created_at": datetime.now(UTC)}],
+        )
+    except Exception as exc:  # noqa: BLE001 -- the vector is in hand; the cache only misses next time
+        log.warning("embedding cache write failed: %s", exc)
+
+
+queries = QueryCache()
