@@ -20,6 +20,9 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
+# `make run` embeds with the local model (all-MiniLM-L6-v2, CPU, offline; loads in ~1 s)
+# unless LOOM_EMBEDDING_MODEL says otherwise. Tests keep the fake.
+run: export LOOM_EMBEDDING_MODEL ?= local
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT)
