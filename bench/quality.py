@@ -37,7 +37,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from retrieval import options, schema, service, write  # noqa: E402
+from retrieval import calibration, options, schema, service, thresholds, write  # noqa: E402
 from retrieval.plan import SearchRequest  # noqa: E402
 from retrieval.providers.embedders import get_embedder  # noqa: E402
 from tenancy.access import Scope  # noqa: E402
@@ -126,6 +126,10 @@ def main():
     memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
     queries = [json.loads(line) for line in (data / "queries.jsonl").open()]
     schema.apply()
+    embedder = get_embedder()
+    if thresholds.adaptive(embedder.model_name):  # the gates a deployment of this embedder serves
+        calibration.recalibrate(embedder)
+        thresholds.forget()
     load(memories)
     bm25 = {conv: BM25({m["key"]: m["text"] for m in memories if m["conv"] == conv}) for conv in {m["conv"] for m in memories}}
     results = [evaluate("BM25 reference (Python)", lambda q: (bm25[q["conv"]].search(q["question"], 20), False), queries)]
@@ -135,7 +139,9 @@ def main():
             return [hit["memory_key"] for hit in result.hits], result.abstain
 
         results.append(evaluate(mode, run, queries))
-    print(f"LoCoMo dev ({len(memories)} turns, {len(queries)} questions), embedder {get_embedder().model_name}, top_k 20")
+    gates = thresholds.resolve("bench", "", embedder.model_name)
+    print(f"LoCoMo dev ({len(memories)} turns, {len(queries)} questions), embedder {embedder.model_name}, top_k 20, "
+          f"gates {gates.tier} (floor {gates.min_similarity:.3f}, abstain {gates.abstain:.3f})")
     print(f"{'mode':<24}" + "".join(f"{'R@' + str(k):>7}" for k in KS) + f"{'hit@10':>8}{'abst c0':>9}{'abst c5':>9}{'false ab':>9}")
     for r in results:
         row = "".join(f"{r['recall']['all'][k]:>7.3f}" for k in KS)

@@ -12,7 +12,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from retrieval.clickhouse import ClickHouseUnavailable
-from retrieval.providers import remote
+from retrieval.providers import customer, remote
 from retrieval.reads import BadCursor
 from retrieval.errors import Rejected
 from tenancy.access import AccessDenied
@@ -31,6 +31,8 @@ STATUS = {
     "MEMORY_NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "MEMORY_PINNED": 409,
+    "CALIBRATION_UNAVAILABLE": 409,
+    "MODEL_CALLS_OFF": 409,
     "BODY_TOO_LARGE": 413,
     "VALUE_TOO_LARGE": 413,
     "TOO_MANY_ITEMS": 413,
@@ -45,6 +47,8 @@ STATUS = {
     "INTERNAL_ERROR": 500,
     "CLICKHOUSE_UNAVAILABLE": 503,
     "EMBED_TIMEOUT": 503,
+    "MODEL_CALLS_SWITCH_UNREAD": 503,
+    "MODEL_CALL_UNATTRIBUTED": 500,
     "EMBEDDER_UNAVAILABLE": 503,
 }
 
@@ -125,6 +129,8 @@ def exception_handler(exc, context):
     if isinstance(exc, ClickHouseUnavailable):
         log.error("ClickHouse unavailable: %s", exc)
         return error_response("CLICKHOUSE_UNAVAILABLE", "ClickHouse is unavailable; retry shortly")
+    if isinstance(exc, customer.ModelCallRefused):
+        return error_response(exc.code, str(exc))
     if isinstance(exc, remote.EmbedTimeout):
         return error_response("EMBED_TIMEOUT", f"{exc}; retry shortly")
     if isinstance(exc, remote.InputTooLong):

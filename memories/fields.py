@@ -137,6 +137,33 @@ class StringList(serializers.Field):
         return list(value)
 
 
+class TextPairs(serializers.Field):
+    """A list of [text, text] pairs (calibration.run's labelled pairs)."""
+
+    def __init__(self, *, min_items, max_items, max_chars=2000, **kwargs):
+        self.min_items, self.max_items, self.max_chars = min_items, max_items, max_chars
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            raise _type_error("a list of [text, text] pairs")
+        if not self.min_items <= len(data) <= self.max_items:
+            raise ValidationError(f"must hold {self.min_items} to {self.max_items} pairs", code="invalid")
+        text = String(max_chars=self.max_chars, allow_empty=False)
+        pairs = []
+        for index, pair in enumerate(data):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ValidationError({index: _type_error("a [text, text] pair").detail})
+            try:
+                pairs.append((text.to_internal_value(pair[0]), text.to_internal_value(pair[1])))
+            except ValidationError as exc:
+                raise ValidationError({index: exc.detail}) from None
+        return pairs
+
+    def to_representation(self, value):
+        return [list(pair) for pair in value]
+
+
 class Triples(serializers.Field):
     """(subject, relation, object) facts: a list of {"subject", "relation", "object"} objects."""
 

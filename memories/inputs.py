@@ -14,6 +14,7 @@ from memories.fields import (
     String,
     StringList,
     Timestamp,
+    TextPairs,
     Triples,
 )
 from retrieval import options, sensitivity
@@ -280,3 +281,8 @@ class OrgInput(Strict):
 class OrgSetModelCalls(OrgInput):
     enabled = Boolean(help_text="false switches every model call for the org off: nothing model-made reaches it.")
     reason = String(max_chars=500, allow_empty=False, plain=True, help_text="Why; kept in the audit trail.")
+
+
+class CalibrationRun(OpInput):
+    similar = TextPairs(min_items=5, max_items=500, help_text="Pairs that mean the same, or a question and its answer.")
+    distractors = TextPairs(min_items=3, max_items=500, help_text="Pairs on unrelated subjects.")

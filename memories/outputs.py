@@ -115,6 +115,19 @@ class ModelCallsOut(serializers.Serializer):
     history = ModelCallChangeOut(many=True, help_text="The newest changes first: who, when, why.")
 
 
+class CalibrationOut(serializers.Serializer):
+    namespace = serializers.CharField()
+    embedding_model = serializers.CharField()
+    adaptive = serializers.BooleanField(help_text="False for fake embedders or LOOM_ADAPTIVE_THRESHOLDS=false.")
+    tier = serializers.CharField(help_text="namespace, cluster or scalar: where the gates in force come from.")
+    gates = serializers.DictField(child=serializers.FloatField())
+    calibration_hash = serializers.CharField(allow_null=True)
+    calibrated_at = serializers.DateTimeField(allow_null=True)
+    age_seconds = serializers.FloatField(allow_null=True)
+    source = serializers.CharField(allow_null=True, help_text="boot, recalibrate or calibration.run")
+    distributions = serializers.DictField(help_text="The probe cosines behind the gates, per corpus.")
+
+
 class ClickHouseHealthOut(serializers.Serializer):
     ok = serializers.BooleanField()
     backend = serializers.CharField()
@@ -134,6 +147,7 @@ class HealthOut(serializers.Serializer):
     embedder = ProviderOut()
     llm = ProviderOut()
     problems = serializers.ListField(child=serializers.CharField())
+    adaptive_thresholds = serializers.DictField(help_text="enabled, tier (cluster or scalar), calibration_hash")
 
 
 class SearchHitOut(serializers.Serializer):

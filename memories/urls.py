@@ -15,6 +15,8 @@ OPS = [
     views.MemorySearchTrace,
     views.MemorySearchTraceLog,
     views.MemoryOutcome,
+    views.CalibrationGet,
+    views.CalibrationRun,
     views.OrgSetModelCalls,
     views.OrgGetModelCalls,
 ]

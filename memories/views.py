@@ -15,9 +15,10 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import ApiError, error_response
-from retrieval import health, namespaces, reads, service, trace, usage, write
+from retrieval import calibration, health, namespaces, reads, service, thresholds, trace, usage, write
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
 from tenancy.access import Scope, authorize, authorize_org
 from tenancy.roles import Role
 
@@ -242,6 +243,33 @@ class MemoryOutcome(OpView):
     def run(self, scope, data):
         recorded = usage.record(scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"])
         return self.answer({"recorded": recorded, "outcome": data["outcome"]})
+
+
+class CalibrationGet(OpView):
+    op = "calibration.get"
+    response_serializer = outputs.CalibrationOut
+
+    def run(self, scope, data):
+        return self.answer(thresholds.report(scope.org, scope.namespace))
+
+
+class CalibrationRun(OpView):
+    op = "calibration.run"
+    role = Role.ADMIN
+    request_serializer = inputs.CalibrationRun
+    response_serializer = outputs.CalibrationOut
+
+    def run(self, scope, data):
+        embedder = get_embedder()
+        if not thresholds.adaptive(embedder.model_name):
+            raise ApiError(
+                "CALIBRATION_UNAVAILABLE",
+                f"{embedder.model_name} is not calibrated: the scalar gates apply to fake embedders and with "
+                "LOOM_ADAPTIVE_THRESHOLDS=false",
+            )
+        calibration.calibrate_namespace(scope.org, scope.namespace, embedder, data["similar"], data["distractors"])
+        thresholds.forget()
+        return self.answer(thresholds.report(scope.org, scope.namespace))
 
 
 class OrgOpView(OpView):

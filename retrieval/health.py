@@ -2,7 +2,7 @@
 
 from django.conf import settings
 
-from retrieval import clickhouse
+from retrieval import clickhouse, thresholds
 from retrieval.providers.embedders import get_embedder
 
 # The one LLM client there is until the providers land: a deterministic echo.
@@ -20,6 +20,9 @@ def report() -> dict:
         problems.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
     if LLM["provider"] == "fake":
         problems.append("fake_llm")
+    adaptive = {"enabled": False, "tier": "scalar", "calibration_hash": None}
+    if engine["ok"]:
+        adaptive = thresholds.health()
     if not engine["ok"]:
         status = "unavailable"
     elif problems and settings.LOOM_REQUIRE_REAL_PROVIDERS:
@@ -32,4 +35,5 @@ def report() -> dict:
         "embedder": {"provider": embedder.provider, "model": embedder.model_name, "dim": embedder.dim},
         "llm": LLM,
         "problems": problems,
+        "adaptive_thresholds": adaptive,
     }

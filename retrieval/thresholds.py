@@ -1,13 +1,28 @@
-"""The one place search gates come from.
+"""The one place search (and write) gates come from.
 
-Tiers, most specific first: a namespace's own calibration, the cluster
-calibration of the live embedder, the scalar settings. Until a calibration
-exists (always, with a fake embedder) the scalar tier is in force.
+Tiers, most specific first: a namespace's own calibration (cached 60 s), the
+cluster calibration of the live embedder (re-read every
+LOOM_CALIBRATION_REFRESH_SECONDS), the scalar settings. Fake embedders, and
+LOOM_ADAPTIVE_THRESHOLDS=false, always get the scalars. When the live model
+has no calibration yet, the first search starts its probe in the background
+(the boot probe) and is served the scalars meanwhile; a failed probe or read
+never fails a search.
 """
 
+import logging
+import threading
+import time
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 from django.conf import settings
+
+from retrieval import calibration, clickhouse
+from retrieval.providers.embedders import get_embedder, provider_for
+
+log = logging.getLogger(__name__)
+
+NAMESPACE_CACHE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -18,13 +33,16 @@ class Gates:
     query_rewrite: float
     hyde_fallback: float
     rerank_skip: float
+    conflict: float
+    duplicate: float
     calibration_hash: str | None = None
+    calibrated_at: datetime | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def resolve(org: str, namespace: str, embedding_model: str) -> Gates:
+def scalar() -> Gates:
     return Gates(
         tier="scalar",
         min_similarity=settings.LOOM_MEMORY_SEARCH_MIN_SIMILARITY,
@@ -32,4 +50,109 @@ def resolve(org: str, namespace: str, embedding_model: str) -> Gates:
         query_rewrite=settings.LOOM_MEMORY_SEARCH_QUERY_REWRITE_THRESHOLD,
         hyde_fallback=settings.LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD,
         rerank_skip=settings.LOOM_LLM_RERANK_SKIP_ABOVE,
+        conflict=settings.LOOM_CONFLICT_THRESHOLD,
+        duplicate=settings.LOOM_DUPLICATE_THRESHOLD,
     )
+
+
+def adaptive(model: str) -> bool:
+    return settings.LOOM_ADAPTIVE_THRESHOLDS and provider_for(model) != "fake"
+
+
+def resolve(org: str, namespace: str, embedding_model: str) -> Gates:
+    return in_force(org, namespace, embedding_model)[0]
+
+
+def in_force(org: str, namespace: str, embedding_model: str) -> tuple[Gates, calibration.Calibration | None]:
+    """The gates a search of this namespace uses, and the calibration they come from (None: scalar)."""
+    if not adaptive(embedding_model):
+        return scalar(), None
+    try:
+        own = _cached(("namespace", clickhouse.target(), org, namespace, embedding_model), NAMESPACE_CACHE_SECONDS,
+                      lambda: calibration.namespace_stored(org, namespace, embedding_model))  # fmt: skip
+        if own is not None:
+            return _gates("namespace", own), own
+        cluster = _cluster(embedding_model)
+    except clickhouse.ClickHouseUnavailable as exc:
+        log.warning("calibration unreadable, serving the scalar gates: %s", exc)
+        return scalar(), None
+    return (_gates("cluster", cluster), cluster) if cluster is not None else (scalar(), None)
+
+
+def report(org: str, namespace: str) -> dict:
+    """calibration.get: the tier in force for the namespace, every gate, and the probe behind them."""
+    model = get_embedder().model_name
+    gates, found = in_force(org, namespace, model)
+    return {
+        "namespace": namespace,
+        "embedding_model": model,
+        "adaptive": adaptive(model),
+        "tier": gates.tier,
+        "gates": {name: getattr(gates, name) for name in calibration.GATES},
+        "calibration_hash": gates.calibration_hash,
+        "calibrated_at": gates.calibrated_at,
+        "age_seconds": (datetime.now(UTC) - gates.calibrated_at).total_seconds() if gates.calibrated_at else None,
+        "source": found.source if found else None,
+        "distributions": found.cosines if found else {},
+    }
+
+
+def health() -> dict:
+    """/v1/health's adaptive_thresholds: whether gates are derived, the cluster tier, its hash."""
+    model = get_embedder().model_name
+    if not adaptive(model):
+        return {"enabled": False, "tier": "scalar", "calibration_hash": None}
+    found = _cluster(model)
+    return {"enabled": True, "tier": "cluster" if found else "scalar",
+            "calibration_hash": found.calibration_hash if found else None}  # fmt: skip
+
+
+def forget() -> None:
+    """Drop this process's copies: a calibration made here is served by its next search."""
+    _copies.clear()
+
+
+def _gates(tier: str, found: calibration.Calibration) -> Gates:
+    gates = {name: found.gates[name] for name in calibration.GATES}
+    return Gates(tier=tier, **gates, calibration_hash=found.calibration_hash, calibrated_at=found.created_at)
+
+
+_copies: dict[tuple, tuple[float, calibration.Calibration | None]] = {}
+_probed_at: dict[tuple[str, str], float] = {}
+_lock = threading.Lock()
+
+
+def _cached(key: tuple, max_age: float, read):
+    held = _copies.get(key)
+    if held is not None and time.monotonic() - held[0] < max_age:
+        return held[1]
+    found = read()
+    _copies[key] = (time.monotonic(), found)
+    return found
+
+
+def _cluster(model: str) -> calibration.Calibration | None:
+    target = clickhouse.target()
+    found = _cached(("cluster", target, model), settings.LOOM_CALIBRATION_REFRESH_SECONDS,
+                    lambda: calibration.stored(model))  # fmt: skip
+    if found is None and model == get_embedder().model_name:
+        with _lock:
+            last = _probed_at.get((target, model))
+            if last is None or time.monotonic() - last >= settings.LOOM_CALIBRATION_REFRESH_SECONDS:
+                _probed_at[(target, model)] = time.monotonic()  # a failed probe tries again a refresh later
+                threading.Thread(target=_boot_probe, args=(target,), name="loom-calibration", daemon=True).start()
+    return found
+
+
+def _boot_probe(target: str) -> None:
+    """The first replica to find no calibration for its model probes and publishes it."""
+    embedder = get_embedder()
+    try:
+        clickhouse.use_target_in_thread(target)
+        if calibration.stored(embedder.model_name) is None:
+            calibration.publish(calibration.probe(embedder, "boot"))
+        forget()
+    except Exception as exc:  # noqa: BLE001 -- a failed probe serves the scalars; the next refresh tries again
+        log.warning("calibration probe of %s failed: %s", embedder.model_name, exc)
+    finally:
+        clickhouse.release_thread()

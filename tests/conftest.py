@@ -144,6 +144,24 @@ def openai_embedder(model_server, settings):
     settings.OPENAI_API_KEY = "sk-test-key"
     settings.OPENAI_BASE_URL = model_server.url
     settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S = 0  # back off, but do not sleep the suite
+    settings.LOOM_ADAPTIVE_THRESHOLDS = False  # no boot probe among the requests these tests count
     embedders.get_embedder.cache_clear()
     yield embedders.get_embedder().inner  # the provider itself; ops reach it through the switch
+    embedders.get_embedder.cache_clear()
+
+
+@pytest.fixture
+def local_embedder(backend, settings):
+    """The process embeds with the real local model (all-MiniLM-L6-v2, offline), with no calibration stored yet."""
+    from retrieval import thresholds
+    from retrieval.providers import embedders
+
+    settings.LOOM_EMBEDDING_MODEL = "local"
+    embedders.get_embedder.cache_clear()
+    clickhouse.command("TRUNCATE TABLE embedder_calibration")
+    clickhouse.command("TRUNCATE TABLE namespace_calibration_result")
+    thresholds.forget()
+    thresholds._probed_at.clear()
+    yield embedders.get_embedder()
+    thresholds.forget()
     embedders.get_embedder.cache_clear()

@@ -70,7 +70,7 @@ def test_risk_grades_follow_confidence():
     from retrieval.pool import Candidate, RowId
     from retrieval.thresholds import Gates
 
-    gates = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60)
+    gates = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60, 0.85, 0.95)
 
     def pool(*sims):
         out = []

@@ -57,6 +57,15 @@ def for_org(org: str):
         _customer.reset(token)
 
 
+# The deployment's own calls (the calibration probe): not an org's, so no org's switch refuses them.
+SYSTEM = "@system"
+
+
+def system():
+    """Model calls made inside are the deployment's own."""
+    return for_org(SYSTEM)
+
+
 def require() -> str:
     """The calling org, if its model calls may be made now; else raise."""
     org = _customer.get()

@@ -1,0 +1,94 @@
+"""Adaptive thresholds: gates derived from the live embedder's own cosines, in three tiers."""
+
+import time
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from retrieval import calibration, probe_corpora, thresholds
+from tests.conftest import Agent
+
+ORDER = ("min_similarity", "abstain", "query_rewrite", "hyde_fallback", "rerank_skip")
+
+
+def test_the_gates_follow_the_spec_formulas():
+    gates = calibration.derive_thresholds(
+        paraphrase=[0.6, 0.7, 0.8, 0.9], question_fact=[0.3, 0.4, 0.5, 0.6, 0.7], distractor=[0.0, 0.1, 0.2]
+    )
+    assert gates["min_similarity"] == pytest.approx(0.18 + 0.02)  # distractor p90 + 0.02
+    assert gates["abstain"] == pytest.approx(0.25)
+    assert gates["query_rewrite"] == pytest.approx(0.34)  # question-fact p10 beats noise + 0.01
+    assert gates["hyde_fallback"] == pytest.approx(0.4) and gates["rerank_skip"] == pytest.approx(0.6)
+    assert (gates["conflict"], gates["duplicate"]) == (pytest.approx(0.75), pytest.approx(0.825))
+    floored = calibration.derive_thresholds([0.9] * 4, [0.1] * 5, [0.3] * 3)
+    assert floored["query_rewrite"] == pytest.approx(0.33) == floored["hyde_fallback"] == floored["rerank_skip"]
+
+
+def test_the_probe_corpora_hold_forty_pairs_each():
+    for corpus in (probe_corpora.PARAPHRASES, probe_corpora.QUESTION_FACT, probe_corpora.DISTRACTORS):
+        assert len(corpus) >= 40 and len(set(corpus)) == len(corpus)
+
+
+def test_recalibrate_derives_ordered_gates_from_the_local_embedder(local_embedder, agent, call):
+    call_command("recalibrate")
+    stored = calibration.stored("local:minilm")
+    values = [stored.gates[name] for name in ORDER]
+    assert values[0] < values[1] < values[2] <= values[3] <= values[4]
+    cos = stored.cosines
+    assert min(cos["paraphrase"]) > max(cos["distractor"]) - 0.2
+    assert sorted(cos["paraphrase"])[20] > sorted(cos["distractor"])[20] + 0.4  # medians far apart
+
+    shown = agent.call("calibration.get", {}, agent.token).json
+    assert (shown["tier"], shown["calibration_hash"]) == ("cluster", stored.calibration_hash)
+    assert shown["gates"]["abstain"] == stored.gates["abstain"] and len(shown["distributions"]["distractor"]) >= 40
+    reply = agent.search("anything at all")
+    assert reply.json["thresholds"]["tier"] == "cluster"
+    assert reply.json["thresholds"]["abstain"] == stored.gates["abstain"]
+    health = call("health", method="get").json["adaptive_thresholds"]
+    assert health == {"enabled": True, "tier": "cluster", "calibration_hash": stored.calibration_hash}
+
+
+def test_the_first_search_without_a_calibration_probes_in_the_background(local_embedder, agent):
+    assert agent.search("hello").json["thresholds"]["tier"] == "scalar"  # served at once, not held for the probe
+    deadline = time.monotonic() + 60
+    while calibration.stored("local:minilm") is None:
+        assert time.monotonic() < deadline, "the boot probe did not publish"
+        time.sleep(0.05)
+    thresholds.forget()
+    assert agent.search("hello").json["thresholds"]["tier"] == "cluster"
+
+
+def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, alice, call):
+    call_command("recalibrate")
+    similar = [list(pair) for pair in probe_corpora.QUESTION_FACT[:6]]
+    distractors = [list(pair) for pair in probe_corpora.DISTRACTORS[:4]]
+    ran = agent.call("calibration.run", {"similar": similar, "distractors": distractors}, agent.token)
+    assert ran.status == 200 and (ran.json["tier"], ran.json["source"]) == ("namespace", "calibration.run")
+    assert ran.json["calibration_hash"] != calibration.stored("local:minilm").calibration_hash
+    other = Agent(call, alice.token("admin"), namespace="elsewhere")
+    assert other.call("calibration.get", {"namespace": "elsewhere"}, other.token).json["tier"] == "cluster"
+
+
+@pytest.mark.parametrize(
+    "body,code,field",
+    [
+        ({"similar": [["a", "b"]] * 4, "distractors": [["a", "b"]] * 3}, "INVALID_VALUE", "similar"),
+        ({"similar": [["a", "b"]] * 5, "distractors": [["a"]] * 3}, "INVALID_TYPE", "distractors[0]"),
+        ({"similar": [["a", "b"]] * 5}, "MISSING_FIELD", "distractors"),
+        ({"similar": "a,b", "distractors": [["a", "b"]] * 3}, "INVALID_TYPE", "similar"),
+    ],
+)  # fmt: skip
+def test_calibration_run_names_the_bad_field(backend, agent, body, code, field):
+    reply = agent.call("calibration.run", body, agent.token)
+    assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, code, field)
+
+
+def test_a_fake_embedder_keeps_the_scalar_gates(backend, agent, alice):
+    shown = agent.call("calibration.get", {}, agent.token).json
+    assert (shown["adaptive"], shown["tier"], shown["calibration_hash"]) == (False, "scalar", None)
+    assert shown["gates"]["abstain"] == 0.30 and shown["gates"]["min_similarity"] == 0.22
+    pairs = {"similar": [["a", "b"]] * 5, "distractors": [["a", "b"]] * 3}
+    assert agent.call("calibration.run", pairs, agent.token).error == "CALIBRATION_UNAVAILABLE"
+    assert agent.call("calibration.run", pairs, alice.token("writer")).error == "ROLE_FORBIDDEN"
+    with pytest.raises(CommandError, match="scalar gates"):
+        call_command("recalibrate")
