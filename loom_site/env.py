@@ -4,6 +4,7 @@ A typo in a setting must stop the boot with the setting's name, not run on a
 silent default: `LOOM_X=ture` is an error, not `False`.
 """
 
+import json
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -80,3 +81,17 @@ def _check_range(name, value, minimum, maximum):
         raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
     if maximum is not None and value > maximum:
         raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")
+
+
+def check_identity_headers(raw: str, gateway_hosts: list[str]) -> None:
+    """LOOM_INFERENCE_IDENTITY_HEADERS_JSON: an object of header name -> template; it needs gateway hosts."""
+    if not raw:
+        return
+    try:
+        templates = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"LOOM_INFERENCE_IDENTITY_HEADERS_JSON is not JSON: {exc}") from None
+    if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
+        raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON must map header names to template strings")
+    if not gateway_hosts:
+        raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON needs LOOM_INFERENCE_GATEWAY_HOSTS")

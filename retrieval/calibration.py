@@ -132,7 +132,7 @@ def recalibrate(embedder) -> tuple[Calibration, Calibration | None, float]:
 def calibrate_namespace(org: str, namespace: str, embedder, similar, distractors) -> Calibration:
     """A namespace's calibration from its own labelled pairs: similar pairs stand for both question-fact and
     paraphrase pairs."""
-    with customer.for_org(org):
+    with customer.for_org(org, namespace, feature="calibration.run"):
         similar_cos, distractor_cos = cosines(embedder, similar), cosines(embedder, distractors)
     calibration = build(embedder.model_name, similar_cos, similar_cos, distractor_cos, "calibration.run")
     clickhouse.insert("namespace_calibration_result", [{"org": org, "namespace": namespace, **_row(calibration)}])

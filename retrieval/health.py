@@ -4,10 +4,7 @@ from django.conf import settings
 
 from retrieval import clickhouse, thresholds
 from retrieval.providers.embedders import get_embedder
-
-# The one LLM client there is until the providers land: a deterministic echo.
-LLM = {"provider": "fake", "model": "fake-echo-1"}
-
+from retrieval.providers.llm import get_llm
 
 def report() -> dict:
     try:
@@ -18,8 +15,9 @@ def report() -> dict:
     problems = []
     if embedder.provider == "fake":
         problems.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
-    if LLM["provider"] == "fake":
-        problems.append("fake_llm")
+    llm = get_llm()
+    if llm.provider == "fake":
+        problems.append("llm_key_missing" if llm.inner.key_missing_for else "fake_llm")
     adaptive = {"enabled": False, "tier": "scalar", "calibration_hash": None}
     if engine["ok"]:
         adaptive = thresholds.health()
@@ -33,7 +31,7 @@ def report() -> dict:
         "status": status,
         "clickhouse": engine,
         "embedder": {"provider": embedder.provider, "model": embedder.model_name, "dim": embedder.dim},
-        "llm": LLM,
+        "llm": {"provider": llm.provider, "model": llm.model},
         "problems": problems,
         "adaptive_thresholds": adaptive,
     }

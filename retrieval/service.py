@@ -192,7 +192,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     clock.lap("plan")
     degraded = []
     try:
-        with customer.for_org(scope.org):
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search"):
             vector = embedder.embed(request.query).tolist()
     except customer.ModelCallRefused as exc:
         vector = None

@@ -111,7 +111,9 @@ class _IdentityLocks:
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
     """Store a batch, all or nothing. Raises Rejected before storing anything."""
-    with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(scope.org):
+    with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(
+        scope.org, scope.namespace, scope.subject, "memory.set"
+    ):
         current = _active_rows(scope, {item.memory_key for item in items})
         now = datetime.now(UTC)
         plans = []
@@ -301,7 +303,9 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
     superseded meanwhile keeps its status. The new vector rows carry a newer
     revision, so they replace the stubs. Returns how many rows were embedded.
     """
-    with _IdentityLocks(scope, [stub[0] for stub in stubs]), customer.for_org(scope.org):
+    with _IdentityLocks(scope, [stub[0] for stub in stubs]), customer.for_org(
+        scope.org, scope.namespace, scope.subject, "embed_pending"
+    ):
         live = _active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]

@@ -165,3 +165,17 @@ def local_embedder(backend, settings):
     yield embedders.get_embedder()
     thresholds.forget()
     embedders.get_embedder.cache_clear()
+
+
+@pytest.fixture
+def openai_llm(model_server, settings):
+    """The process's LLM is gpt-test through the real openai SDK, against `model_server`."""
+    from retrieval.providers import llm
+
+    settings.LOOM_LLM_MODEL = "gpt-test"
+    settings.OPENAI_API_KEY = "sk-test-key"
+    settings.OPENAI_BASE_URL = model_server.url
+    settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
+    llm.get_llm.cache_clear()
+    yield llm.get_llm
+    llm.get_llm.cache_clear()

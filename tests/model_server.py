@@ -1,4 +1,4 @@
-"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings API, records every request.
+"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat APIs, records every request.
 
 Answers are scripted per test (`server.script(...)`: a status, a delay, a
 malformed vector); unscripted requests get real vectors of the asked width
@@ -20,6 +20,7 @@ class Answer:
     status: int = 200
     delay_s: float = 0.0
     vector: list | None = None  # replaces every vector of the answer (malformed-output tests)
+    param: str | None = None  # the request field a 400 names
 
 
 @dataclass
@@ -47,7 +48,10 @@ class ModelServer:
                 if answer.delay_s:
                     threading.Event().wait(answer.delay_s)
                 if answer.status != 200:
-                    return self._send(answer.status, {"error": {"message": f"scripted {answer.status}", "code": None}})
+                    error = {"message": f"scripted {answer.status}", "code": None, "param": answer.param}
+                    return self._send(answer.status, {"error": error})
+                if self.path.endswith("/chat/completions"):
+                    return self._send(200, chat_answer(body))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 dim = body.get("dimensions") or 64
                 vectors = FakeEmbedder(dim).embed_many(texts)
@@ -89,9 +93,24 @@ class ModelServer:
     def embedding_requests(self) -> list[Seen]:
         return [seen for seen in self.requests if seen.path.endswith("/embeddings")]
 
+    def chat_requests(self) -> list[Seen]:
+        return [seen for seen in self.requests if seen.path.endswith("/chat/completions")]
+
     def stop(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+
+def chat_answer(body: dict) -> dict:
+    """The model answers with what it was asked, so a test can tell which prompt and model it served."""
+    user = body["messages"][-1]["content"]
+    text = f"{body['model']} says: {user}"
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()),
+                  "total_tokens": len(user.split()) + len(text.split())},
+    }  # fmt: skip
 
 
 NAN = float(np.nan)

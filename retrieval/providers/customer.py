@@ -9,11 +9,14 @@ LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS is not trusted and every call is
 refused (`SwitchUnread`) until a read succeeds.
 """
 
+import json
 import logging
 import threading
 import time
+from collections import defaultdict
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -22,7 +25,17 @@ from retrieval import clickhouse
 
 log = logging.getLogger(__name__)
 
-_customer: ContextVar[str | None] = ContextVar("loom_customer", default=None)
+@dataclass(frozen=True)
+class Attribution:
+    """Whom a model call is for: the op's org, and what the gateway's identity headers may name."""
+
+    org: str
+    namespace: str = ""
+    subject: str = ""
+    feature: str = ""
+
+
+_customer: ContextVar[Attribution | None] = ContextVar("loom_customer", default=None)
 
 
 class ModelCallRefused(Exception):
@@ -48,9 +61,9 @@ class Unattributed(ModelCallRefused):
 
 
 @contextmanager
-def for_org(org: str):
-    """Model calls made inside are the org's."""
-    token = _customer.set(org)
+def for_org(org: str, namespace: str = "", subject: str = "", feature: str = ""):
+    """Model calls made inside are the org's (for this namespace and subject, made by this feature)."""
+    token = _customer.set(Attribution(org, namespace, subject, feature))
     try:
         yield
     finally:
@@ -68,7 +81,8 @@ def system():
 
 def require() -> str:
     """The calling org, if its model calls may be made now; else raise."""
-    org = _customer.get()
+    attribution = _customer.get()
+    org = attribution.org if attribution else ""
     if not org:
         raise Unattributed("a model call named no org")
     if org in switched_off_orgs():
@@ -137,3 +151,52 @@ def get_model_calls(org: str, history: int = 50) -> dict:
         {"org": org, "history": history},
     )
     return {"org": org, "enabled": rows[0]["enabled"] if rows else True, "history": rows}
+
+
+# --- headers toward an inference gateway --------------------------------------------
+
+
+def gateway_http_client():
+    """The HTTP client every model sender uses: it names the call's customer, only toward gateway hosts."""
+    import openai
+
+    return openai.DefaultHttpxClient(event_hooks={"request": [_attribute]})
+
+
+def _attribute(request) -> None:
+    """Add the customer, feature and identity headers to a request for a gateway host; strip them otherwise.
+
+    A hook on every request the client sends, a redirect hop included: a
+    provider elsewhere never learns whom a call is for.
+    """
+    headers = gateway_headers()
+    for name in _header_names():
+        request.headers.pop(name, None)
+    if request.url.host in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
+        request.headers.update(headers)
+
+
+def gateway_headers() -> dict[str, str]:
+    """The headers the current call carries to a gateway; a header whose template renders empty is left out."""
+    attribution = _customer.get()
+    if attribution is None:
+        return {}
+    system = attribution.org == SYSTEM
+    org = settings.LOOM_INFERENCE_SYSTEM_CUSTOMER if system else attribution.org
+    headers = {}
+    if settings.LOOM_INFERENCE_CUSTOMER_HEADER and org:
+        headers[settings.LOOM_INFERENCE_CUSTOMER_HEADER] = settings.LOOM_INFERENCE_CUSTOMER_FORMAT.format(org=org)
+    if settings.LOOM_INFERENCE_FEATURE_HEADER and attribution.feature:
+        headers[settings.LOOM_INFERENCE_FEATURE_HEADER] = attribution.feature
+    if not system:
+        values = defaultdict(str, org=org, namespace=attribution.namespace, subject=attribution.subject)
+        for name, template in json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}").items():
+            if rendered := template.format_map(values).strip():
+                headers[name] = rendered
+    return headers
+
+
+def _header_names() -> set[str]:
+    names = {settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_FEATURE_HEADER}
+    names |= set(json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}"))
+    return {name for name in names if name}

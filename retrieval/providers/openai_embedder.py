@@ -8,7 +8,7 @@ import numpy as np
 import openai
 from django.conf import settings
 
-from retrieval.providers import remote
+from retrieval.providers import customer, remote
 
 TOKEN_LIMIT = 8191
 
@@ -23,6 +23,7 @@ class OpenAIEmbedder:
             base_url=settings.OPENAI_BASE_URL or None,
             max_retries=0,
             timeout=openai.Timeout(settings.LOOM_HTTP_CLIENT_TIMEOUT_S, connect=settings.LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S),
+            http_client=customer.gateway_http_client(),
         )
 
     def embed(self, text: str) -> np.ndarray:

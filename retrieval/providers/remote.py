@@ -49,16 +49,17 @@ class Transient(Exception):
         self.status = status
 
 
-def with_retries(provider: str, send, attempts: int | None = None):
+def with_retries(provider: str, send, attempts: int | None = None, max_wait_s: float | None = None):
     """Call `send()` until it returns, retrying a Transient with exponential backoff."""
     attempts = attempts or settings.LOOM_EMBEDDING_RETRY_ATTEMPTS
+    max_wait_s = settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S if max_wait_s is None else max_wait_s
     for attempt in range(attempts):
         try:
             return send()
         except Transient as exc:
             if attempt + 1 == attempts:
                 raise ProviderError(provider, f"gave up after {attempts} attempts: {exc}", exc.status) from exc
-            wait = min(BACKOFF_BASE_S * 2**attempt, settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S)
+            wait = min(BACKOFF_BASE_S * 2**attempt, max_wait_s)
             log.warning("%s embedding attempt %d failed (%s); retrying in %.1f s", provider, attempt + 1, exc, wait)
             time.sleep(wait)
     raise AssertionError("unreachable")

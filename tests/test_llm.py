@@ -1,0 +1,112 @@
+"""The LLM client through the real openai SDK against a provider on 127.0.0.1: retries, fallback, cache, switch."""
+
+import uuid
+
+import pytest
+
+from retrieval.providers import customer, remote
+from tests.model_server import Answer
+
+
+@pytest.fixture
+def org():
+    """A fresh org name: cached answers are per org, so no test sees another's."""
+    return f"acme-{uuid.uuid4().hex[:8]}"
+
+
+def ask(get_llm, org, user="what is the deploy window?"):
+    with customer.for_org(org):
+        return get_llm().complete("answer briefly", user, max_tokens=64)
+
+
+def test_a_completion_comes_back_with_its_usage(backend, openai_llm, model_server, org):
+    result = ask(openai_llm, org)
+    assert (result.text, result.model, result.provider) == ("gpt-test says: what is the deploy window?", "gpt-test",
+                                                            "openai")  # fmt: skip
+    assert result.input_tokens == 5 and result.output_tokens > 0 and not result.from_cache
+    sent = model_server.chat_requests()[0].body
+    assert sent["model"] == "gpt-test" and sent["max_completion_tokens"] == 64
+    assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+
+
+def test_retryable_answers_are_retried(backend, openai_llm, model_server, org):
+    model_server.script(Answer(429), Answer(529), Answer(503))
+    assert ask(openai_llm, org).text.startswith("gpt-test says")
+    assert len(model_server.chat_requests()) == 4
+
+
+def test_the_fallback_model_answers_an_outage_and_is_not_cached(backend, openai_llm, model_server, org, settings):
+    settings.LOOM_LLM_FALLBACK_MODEL = "gpt-fallback"
+    openai_llm.cache_clear()
+    model_server.script(*[Answer(503)] * 4)
+    result = ask(openai_llm, org)
+    assert (result.model, result.text) == ("gpt-fallback", "gpt-fallback says: what is the deploy window?")
+    assert [seen.body["model"] for seen in model_server.chat_requests()] == ["gpt-test"] * 4 + ["gpt-fallback"]
+    assert ask(openai_llm, org).model == "gpt-test"  # the fallback's answer was not cached: the primary is asked again
+
+
+def test_a_401_is_neither_retried_nor_handed_to_the_fallback(backend, openai_llm, model_server, org, settings):
+    settings.LOOM_LLM_FALLBACK_MODEL = "gpt-fallback"
+    openai_llm.cache_clear()
+    model_server.script(Answer(401))
+    with pytest.raises(remote.ProviderError) as raised:
+        ask(openai_llm, org)
+    assert raised.value.status == 401 and len(model_server.chat_requests()) == 1
+
+
+def test_a_field_the_model_refuses_is_learned_and_left_out(backend, openai_llm, model_server, org):
+    model_server.script(Answer(400, param="temperature"))
+    ask(openai_llm, org, user="first")
+    ask(openai_llm, org, user="second")
+    sent = [seen.body for seen in model_server.chat_requests()]
+    assert "temperature" in sent[0] and all("temperature" not in body for body in sent[1:])
+    assert len(sent) == 3
+
+
+def test_answers_are_cached_per_org_and_never_past_the_switch(backend, openai_llm, model_server, alice, org):
+    ask(openai_llm, alice.name)
+    assert ask(openai_llm, alice.name).from_cache
+    ask(openai_llm, org)  # one org is never served another's answer
+    assert len(model_server.chat_requests()) == 2
+    customer.set_model_calls(alice.name, False, "pause", "test")
+    with pytest.raises(customer.ModelCallsOff):
+        ask(openai_llm, alice.name)
+    assert len(model_server.chat_requests()) == 2
+
+
+def test_a_call_that_names_no_org_is_refused_before_anything_is_sent(openai_llm, model_server):
+    with pytest.raises(customer.Unattributed):
+        openai_llm().complete("s", "u")
+    assert model_server.requests == []
+
+
+@pytest.mark.parametrize("gateway,expected", [("127.0.0.1", True), ("gateway.example", False)])
+def test_customer_headers_go_only_to_gateway_hosts(backend, openai_llm, openai_embedder, model_server, org, agent,
+                                                   settings, gateway, expected):  # fmt: skip
+    settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
+    settings.LOOM_INFERENCE_FEATURE_HEADER = "X-Loom-Feature"
+    settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON = '{"X-Agent": "{subject}", "X-Space": "ns-{namespace}"}'
+    settings.LOOM_INFERENCE_GATEWAY_HOSTS = [gateway]
+    agent.set({"memory_key": "k", "value": "the deploy window is tuesday"})
+    ask(openai_llm, org)
+    embedding, chat = model_server.embedding_requests()[0].headers, model_server.chat_requests()[0].headers
+    if expected:
+        assert embedding["x-loom-customer"].startswith("alice-") and embedding["x-loom-feature"] == "memory.set"
+        assert embedding["x-space"] == "ns-default" and embedding["x-agent"].startswith("token:")
+        assert chat["x-loom-customer"] == org and "x-agent" not in chat  # an empty template is left out
+    else:
+        assert not {"x-loom-customer", "x-loom-feature", "x-agent", "x-space"} & (embedding.keys() | chat.keys())
+
+
+def test_health_names_the_fake_llm_and_a_missing_key(call, settings, db):
+    from retrieval.providers import llm
+
+    llm.get_llm.cache_clear()
+    try:
+        assert "fake_llm" in call("health", method="get").json["problems"]
+        settings.LOOM_LLM_MODEL, settings.OPENAI_API_KEY = "gpt-test", ""
+        llm.get_llm.cache_clear()
+        body = call("health", method="get").json
+        assert "llm_key_missing" in body["problems"] and body["llm"]["provider"] == "fake"
+    finally:
+        llm.get_llm.cache_clear()
