@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import ApiError, error_response
-from retrieval import calibration, health, namespaces, reads, service, thresholds, trace, usage, write
+from retrieval import calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
@@ -76,7 +76,14 @@ class OpView(APIView):
         body = read_json(request)
         data = self.validate(body)
         scope = authorize(request.auth, data.pop("org", None), data.pop("namespace"), self.role)
-        return self.run(scope, data)
+        return self.metered_run(scope, data)
+
+    def metered_run(self, scope: Scope, data: dict) -> Response:
+        """Run the op; if it reached a model provider, its usage becomes one agent_events row."""
+        with costs.metered() as meter:
+            response = self.run(scope, data)
+        costs.record(scope.org, scope.namespace, self.op, scope.subject, meter)
+        return response
 
     def validate(self, body: dict) -> dict:
         serializer = self.request_serializer(data=body)
@@ -279,7 +286,7 @@ class OrgOpView(OpView):
 
     def post(self, request):
         data = self.validate(read_json(request))
-        return self.run(authorize_org(request.auth, data.pop("org", None), self.role), data)
+        return self.metered_run(authorize_org(request.auth, data.pop("org", None), self.role), data)
 
 
 class OrgSetModelCalls(OrgOpView):

@@ -16,7 +16,8 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval.providers import customer, embedding_cache
+from retrieval import costs
+from retrieval.providers import customer, embedding_cache, remote
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class FakeEmbedder:
         sign = ((h >> np.uint64(45)) & np.uint64(1)).astype(np.float64) * 2 - 1
         flat = np.bincount(doc[keep] * self.dim + bucket, weights=sign, minlength=len(texts) * self.dim)
         vectors = flat.reshape(len(texts), self.dim).astype(np.float32)
+        costs.add_embedding(self.model_name, sum(remote.estimated_tokens(text) for text in texts))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
@@ -131,6 +133,7 @@ class LocalEmbedder:
         embedded = np.array(list(self._model.embed([texts[i] for i in order], batch_size=self.BATCH)), dtype=np.float32)
         vectors = np.empty_like(embedded)
         vectors[order] = embedded
+        costs.add_embedding(self.model_name, sum(remote.estimated_tokens(text) for text in texts))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 

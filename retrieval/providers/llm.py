@@ -17,7 +17,7 @@ import openai
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval import clickhouse
+from retrieval import clickhouse, costs
 from retrieval.providers import customer, remote
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,7 @@ class Served:
         if cached is not None:
             return LLMResult(cached, self.provider, self.model, from_cache=True)
         result = self.inner.complete(system, user, max_tokens, response_format)
+        costs.add_llm(result.model, result.input_tokens, result.output_tokens)
         if result.text and result.model == self.model:  # a fallback's answer is never cached
             _cache_put(digest, org, self.model, result.text, window_keys)
         return result

@@ -8,6 +8,7 @@ import numpy as np
 import openai
 from django.conf import settings
 
+from retrieval import costs
 from retrieval.providers import customer, remote
 
 TOKEN_LIMIT = 8191
@@ -60,6 +61,7 @@ class OpenAIEmbedder:
                 raise remote.ProviderError(self.provider, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
                 raise remote.Transient(None, type(exc).__name__) from exc
+            costs.add_embedding(self.model_name, answer.usage.prompt_tokens if answer.usage else 0)
             ordered = sorted(answer.data, key=lambda item: item.index)
             return remote.guard_output(self.provider, [item.embedding for item in ordered], len(texts), self.dim)
 

@@ -1,0 +1,47 @@
+"""Cost accounting: every provider call adds its usage to the op's meter; one agent_events row per op."""
+
+import uuid
+
+import pytest
+
+from retrieval import clickhouse, costs
+from retrieval.providers import customer
+
+
+def events(org: str) -> list[dict]:
+    return clickhouse.query(
+        "SELECT op, upstream_cost_usd, embedding_tokens, embedding_calls, llm_calls, model FROM agent_events "
+        "WHERE org = {org:String} ORDER BY created_at",
+        {"org": org},
+    )
+
+
+def org_of(agent) -> str:
+    from tenancy.models import ApiToken
+
+    return ApiToken.verify(agent.token).org.name
+
+
+def test_each_op_that_reaches_the_provider_writes_one_row(backend, openai_embedder, model_server, agent):
+    agent.set({"memory_key": "a", "value": "the deploy window is tuesday"},
+              {"memory_key": "b", "value": "backups run nightly"})  # fmt: skip
+    reported = sum(len(text.split()) for seen in model_server.embedding_requests() for text in seen.body["input"])
+    agent.search("when is the deploy window")
+    agent.search("when is the deploy window")  # the cached query vector reaches no provider
+    agent.call("memory.get", {"memory_key": "a"}, agent.token)
+    rows = events(org_of(agent))
+    assert [row["op"] for row in rows] == ["memory.set", "memory.search"]
+    write = rows[0]
+    assert (write["embedding_tokens"], write["embedding_calls"], write["model"]) == (reported, 1,
+                                                                                    "text-embedding-3-small")  # fmt: skip
+    assert write["upstream_cost_usd"] == pytest.approx(reported * 0.02 / 1_000_000)
+
+
+def test_llm_calls_are_metered_with_their_price(backend, openai_llm, model_server, settings):
+    settings.LOOM_LLM_MODEL = "gpt-4o-mini"
+    openai_llm.cache_clear()
+    with costs.metered() as meter, customer.for_org(f"meter-{uuid.uuid4().hex[:8]}"):
+        result = openai_llm().complete("system", "how many moons does mars have")
+    assert (meter.llm_calls, meter.input_tokens, meter.output_tokens) == (1, result.input_tokens, result.output_tokens)
+    assert meter.cost_usd == pytest.approx((result.input_tokens * 0.15 + result.output_tokens * 0.60) / 1e6)
+    assert meter.dominant_model() == "gpt-4o-mini"
