@@ -158,7 +158,7 @@ def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
         return _Plan(item, previous, result)
     embedded = level != "high"
     model = get_embedder().model_name if embedded else ""
-    chunks = _chunks(item.value) if embedded else []
+    chunks = passages(item.value) if embedded else []
     version = next_version()
     row = {name: getattr(item, name) for name in _CONTENT}
     row.update(
@@ -200,7 +200,7 @@ def _same(stored, given) -> bool:
     return list(stored) == list(given) if isinstance(given, list) else stored == given
 
 
-def _chunks(value: str) -> list[tuple[int, str]]:
+def passages(value: str) -> list[tuple[int, str]]:
     """A long value's passages: the row's own vector covers only its head."""
     if len(value) <= settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
         return []
@@ -238,11 +238,10 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     embeddings, chunks, terms, graph = [], [], [], _Graph()
     for plan in changed:
         row = plan.row
-        ident = {k: row[k] for k in _IDENTITY}
         if row["embedding_model"]:
-            vectors, passages = _vector_rows(plan, row["revision"], now)
+            vectors, chunk_rows = _vector_rows(plan, row["revision"], now)
             embeddings.append(vectors)
-            chunks += passages
+            chunks += chunk_rows
             terms += _term_input(row, ACTIVE, +1, row["revision"])
             graph.add(row, now)
         if plan.previous:
@@ -287,13 +286,13 @@ def _vector_rows(plan: _Plan, revision: int, now: datetime) -> tuple[dict, list[
         "key_vector": [] if stub else plan.key_vector,
         "created_at": now,
     }
-    passages = [
+    chunk_rows = [
         {**ident, "embedding_model": row["embedding_model"], "chunk_index": index, "revision": revision,
          "status": ACTIVE, "start_char": start, "text": passage, "embedding_dim": len(vector), "vector": vector,
          "created_at": now}
         for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors))
     ]  # fmt: skip
-    return vectors, passages
+    return vectors, chunk_rows
 
 
 def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
@@ -309,15 +308,15 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         live = _active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
-        plans = [_Plan(None, None, None, row=row, chunks=_chunks(row["value"])) for row in rows]
+        plans = [_Plan(None, None, None, row=row, chunks=passages(row["value"])) for row in rows]
         if not rows or not _embed(plans):
             return 0
         now, revision = datetime.now(UTC), next_version()
         embeddings, chunks = [], []
         for plan in plans:
-            vectors, passages = _vector_rows(plan, revision, now)
+            vectors, chunk_rows = _vector_rows(plan, revision, now)
             embeddings.append(vectors)
-            chunks += passages
+            chunks += chunk_rows
         clickhouse.insert("memory_chunks", chunks)
         clickhouse.insert("memory_embeddings", embeddings)
         vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)

@@ -1,0 +1,59 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval import clickhouse, reembed
+from retrieval.providers.embedders import get_embedder
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-embed rows another model embedded with the served embedder (LOOM_EMBEDDING_MODEL), so search sees them. "
+        "With the embedded engine, run it while the server is stopped (one process owns the data)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true", help="count the rows to re-embed, change nothing")
+        parser.add_argument("--org", help="only this org")
+        parser.add_argument("--namespace", help="only this namespace (with or without --org)")
+        parser.add_argument("--batch-size", type=int, default=200, help="rows per batch (default 200)")
+        parser.add_argument("--resume", metavar="TOKEN", help="continue after the batch a `resume:` line named")
+        parser.add_argument("--delete-old", action="store_true",
+                            help="drop vectors of other models (refused while a row still lacks a served one)")  # fmt: skip
+
+    def handle(self, *args, dry_run=False, org=None, namespace=None, batch_size=200, resume=None, delete_old=False,
+               **options):  # fmt: skip
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        model = get_embedder().model_name
+        try:
+            if delete_old:
+                try:
+                    dropped = reembed.delete_old(org, namespace)
+                except ValueError as exc:
+                    raise CommandError(str(exc)) from exc
+                self.stdout.write(f"dropped {dropped} vector rows of models other than {model}")
+                return
+            counts = reembed.pending_counts(org, namespace)
+            total = sum(row["rows"] for row in counts)
+            if dry_run:
+                for row in counts:
+                    self.stdout.write(f"{row['org']}/{row['namespace']}: {row['rows']} rows of {row['embedding_model']}")
+                self.stdout.write(f"{total} rows to re-embed with {model}")
+                return
+            progress = None
+            for progress in reembed.run(org, namespace, batch_size, resume):
+                self._bar(progress.done, total)
+                self.stdout.write(f"resume: {progress.resume}")
+            done = progress.done if progress else 0
+            skipped = f"; {progress.skipped} left for orgs whose model calls are off" if progress and progress.skipped else ""
+            self.stdout.write(f"re-embedded {done} rows with {model}{skipped}")
+        except clickhouse.ClickHouseUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _bar(self, done: int, total: int, width: int = 30) -> None:
+        filled = width * done // total if total else width
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()

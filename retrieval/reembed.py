@@ -1,0 +1,155 @@
+"""Re-embedding: give every row another model embedded a vector of the served model.
+
+Search reads only the served model's vectors, so after LOOM_EMBEDDING_MODEL
+changes, older rows are invisible until re-embedded. The model is in the
+vector tables' sorting key, so old and new rows coexist (vectors of two models
+are never compared) until `--delete-old` drops the old ones. Every other column
+of a vector row is kept; values are read from `memories`. Work goes in
+identity order, one org per call (an org whose model calls are off is left
+for later), and each batch ends with a resume token.
+"""
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from retrieval import clickhouse, vector_mirror, write
+from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
+
+IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
+AFTER_TYPE = "Tuple(String, String, String, String, String, UInt64)"
+START = ("", "", "", "", "", 0)  # before every identity (an org name is never empty)
+
+
+@dataclass
+class Progress:
+    done: int
+    skipped: int  # rows of orgs whose model calls are off
+    resume: str
+
+
+def _scope_sql(org: str | None, namespace: str | None) -> str:
+    return ("AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)}) "
+            "AND ({namespace:Nullable(String)} IS NULL OR namespace = {namespace:Nullable(String)})")  # fmt: skip
+
+
+def pending_counts(org: str | None = None, namespace: str | None = None) -> list[dict]:
+    """Rows per (org, namespace, old model) with no vector of the served model yet (--dry-run)."""
+    return clickhouse.query(
+        f"""
+        SELECT org, namespace, embedding_model, count() AS rows FROM memory_embeddings FINAL
+        WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}
+          AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
+              SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+              WHERE embedding_model = {{model:String}} AND embedding_dim > 0)
+        GROUP BY org, namespace, embedding_model ORDER BY org, namespace, embedding_model
+        """,
+        {"model": get_embedder().model_name, "org": org, "namespace": namespace},
+    )
+
+
+def run(org: str | None = None, namespace: str | None = None, batch_size: int = 200,
+        resume: str | None = None) -> Iterator[Progress]:  # fmt: skip
+    """Re-embed batch after batch, yielding progress (and the token to resume after it)."""
+    served = get_embedder()
+    after = tuple(json.loads(base64.urlsafe_b64decode(resume))) if resume else START
+    done = skipped = 0
+    while True:
+        rows = clickhouse.query(
+            f"""
+            SELECT * FROM memory_embeddings FINAL
+            WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}
+              AND (org, namespace, memory_key, agent, session_id, version) > {{after:{AFTER_TYPE}}}
+              AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
+                  SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+                  WHERE embedding_model = {{model:String}} AND embedding_dim > 0)
+            ORDER BY org, namespace, memory_key, agent, session_id, version
+            LIMIT 1 BY org, namespace, memory_key, agent, session_id, version
+            LIMIT {{batch:UInt32}}
+            """,
+            {"model": served.model_name, "org": org, "namespace": namespace, "batch": batch_size,
+             "after": after},
+        )  # fmt: skip
+        if not rows:
+            return
+        off = customer.switched_off_orgs()
+        for (row_org, row_namespace), group in _groups(rows).items():
+            if row_org in off:
+                skipped += len(group)
+                continue
+            done += _reembed(served, row_org, row_namespace, group)
+        after = tuple(rows[-1][name] for name in IDENTITY)
+        yield Progress(done, skipped, base64.urlsafe_b64encode(json.dumps(after).encode()).decode())
+
+
+def _groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["org"], row["namespace"]), []).append(row)
+    return groups
+
+
+def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
+    """New vector rows (and chunks) of the served model for these rows of one namespace, every other column kept."""
+    memories = {
+        tuple(m[name] for name in IDENTITY): m
+        for m in clickhouse.query(
+            """
+            SELECT org, namespace, memory_key, agent, session_id, version, value, valid_at, created_at
+            FROM memories FINAL
+            WHERE org = {org:String} AND namespace = {namespace:String} AND memory_key IN {keys:Array(String)}
+            """,
+            {"org": org, "namespace": namespace, "keys": sorted({row["memory_key"] for row in rows})},
+        )
+    }
+    rows = [row for row in rows if tuple(row[name] for name in IDENTITY) in memories]
+    if not rows:
+        return 0
+    texts, passages = [], []
+    for row in rows:
+        value = memories[tuple(row[name] for name in IDENTITY)]["value"]
+        passages.append(write.passages(value))
+        texts += [value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], row["memory_key"]] + [p for _, p in passages[-1]]
+    with customer.for_org(org, namespace, feature="reembed"):
+        vectors = served.embed_many(texts)
+    fresh, chunks, at = [], [], 0
+    for row, cut in zip(rows, passages):
+        fresh.append({**row, "embedding_model": served.model_name, "embedding_dim": served.dim,
+                      "value_vector": vectors[at], "key_vector": vectors[at + 1]})  # fmt: skip
+        chunks += [
+            {**{name: row[name] for name in IDENTITY}, "embedding_model": served.model_name, "chunk_index": index,
+             "revision": row["revision"], "status": row["status"], "start_char": start, "text": passage,
+             "embedding_dim": served.dim, "vector": vectors[at + 2 + index], "created_at": row["created_at"]}
+            for index, (start, passage) in enumerate(cut)
+        ]  # fmt: skip
+        at += 2 + len(cut)
+    clickhouse.insert("memory_chunks", chunks)
+    clickhouse.insert("memory_embeddings", fresh)
+    active = [row for row in fresh if row["status"] == "active"]
+    live = [memories[tuple(row[name] for name in IDENTITY)] for row in active]
+    vector_mirror.added(org, namespace, active, [c for c in chunks if c["status"] == "active"], live)
+    return len(fresh)
+
+
+def delete_old(org: str | None = None, namespace: str | None = None) -> int:
+    """Drop vectors of other models; refused while some row still has no vector of the served model."""
+    left = sum(row["rows"] for row in pending_counts(org, namespace))
+    if left:
+        raise ValueError(f"{left} rows still have no vector of the served model: run reembed first")
+    model = get_embedder().model_name
+    params = {"model": model, "org": org, "namespace": namespace}
+    old = clickhouse.query_value(
+        f"SELECT count() FROM memory_embeddings WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}",
+        params,
+    )
+    for table in ("memory_embeddings", "memory_chunks"):
+        clickhouse.command(
+            f"ALTER TABLE {table} DELETE WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)} "
+            "SETTINGS mutations_sync = 1",
+            params,
+        )
+    return old

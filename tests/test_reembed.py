@@ -1,0 +1,76 @@
+"""reembed: after the embedding model changes, old rows become searchable again, resumable, old vectors dropped."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from retrieval import clickhouse
+from retrieval.providers import embedders
+
+
+@pytest.fixture
+def switch_model(settings):
+    def switch(model: str):
+        settings.LOOM_EMBEDDING_MODEL = model
+        embedders.get_embedder.cache_clear()
+
+    yield switch
+    embedders.get_embedder.cache_clear()
+
+
+def models_of(org: str) -> dict[str, int]:
+    rows = clickhouse.query_rows(
+        "SELECT embedding_model, count() FROM memory_embeddings WHERE org = {org:String} GROUP BY embedding_model",
+        {"org": org},
+    )
+    return dict(rows)
+
+
+def test_rows_of_the_old_model_are_reembedded_and_found_again(backend, agent, switch_model, capsys, settings):
+    from tenancy.models import ApiToken
+
+    org = ApiToken.verify(agent.token).org.name
+    settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
+    settings.LOOM_MEMORY_CHUNK_CHARS = 150
+    filler = " ".join(f"routine paragraph {i} about office plants." for i in range(12))
+    agent.set({"memory_key": "deploy", "value": "production deploys run on tuesdays"},
+              {"memory_key": "soup", "value": "the cafeteria serves soup on fridays"},
+              {"memory_key": "runbook", "value": filler + " To roll back run kubectl rollout undo."})  # fmt: skip
+    switch_model("fake-ngram-256")
+    assert agent.hits("when do production deploys run") == []  # the old vectors are another model's
+
+    call_command("reembed", "--dry-run", "--org", org)
+    assert "3 rows to re-embed with fake-ngram-256" in capsys.readouterr().out
+    call_command("reembed", "--org", org, "--batch-size", "2")
+    out = capsys.readouterr().out
+    assert out.count("resume: ") == 2 and "re-embedded 3 rows" in out
+    assert agent.hits("when do production deploys run")[0] == "deploy"
+    hit = agent.search("roll back kubectl rollout undo").json["hits"][0]
+    assert (hit["memory_key"], hit["source"]) == ("runbook", "chunk")  # chunks re-embedded too
+
+    assert models_of(org) == {"fake-ngram-384": 3, "fake-ngram-256": 3}  # old and new coexist until --delete-old
+    call_command("reembed", "--delete-old", "--org", org)
+    assert models_of(org) == {"fake-ngram-256": 3}
+
+
+def test_resume_continues_after_the_named_batch(backend, agent, switch_model, capsys):
+    from tenancy.models import ApiToken
+
+    org = ApiToken.verify(agent.token).org.name
+    agent.set(*[{"memory_key": f"k{i}", "value": f"note number {i}"} for i in range(5)])
+    switch_model("fake-ngram-256")
+    call_command("reembed", "--org", org, "--batch-size", "2")
+    first = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("resume:")][0]
+    clickhouse.command(
+        "ALTER TABLE memory_embeddings DELETE WHERE org = {org:String} AND embedding_model = 'fake-ngram-256' "
+        "AND memory_key NOT IN ('k0', 'k1') SETTINGS mutations_sync = 1",
+        {"org": org},
+    )
+    call_command("reembed", "--org", org, "--resume", first)
+    assert "re-embedded 3 rows" in capsys.readouterr().out  # k2..k4: the first batch (k0, k1) is not redone
+
+
+def test_delete_old_is_refused_while_rows_lack_a_served_vector(backend, agent, switch_model):
+    agent.set({"memory_key": "k", "value": "v"})
+    switch_model("fake-ngram-256")
+    with pytest.raises(CommandError, match="run reembed first"):
+        call_command("reembed", "--delete-old")
