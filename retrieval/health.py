@@ -3,6 +3,7 @@
 from django.conf import settings
 
 from retrieval import clickhouse, thresholds
+from retrieval.providers import remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.providers.llm import get_llm
 
@@ -21,6 +22,7 @@ def report() -> dict:
     adaptive = {"enabled": False, "tier": "scalar", "calibration_hash": None}
     if engine["ok"]:
         adaptive = thresholds.health()
+    problems += [f"provider_failing:{name}" for name in remote.failing()]
     if not engine["ok"]:
         status = "unavailable"
     elif problems and settings.LOOM_REQUIRE_REAL_PROVIDERS:

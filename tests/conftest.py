@@ -179,3 +179,11 @@ def openai_llm(model_server, settings):
     llm.get_llm.cache_clear()
     yield llm.get_llm
     llm.get_llm.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_failures_from_earlier_tests():
+    """Health reports a provider's last failure; each test starts with none."""
+    from retrieval.providers import remote
+
+    remote._failing.clear()

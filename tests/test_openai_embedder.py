@@ -84,3 +84,12 @@ def test_a_missing_key_falls_back_to_the_fake_and_health_says_so(settings, call,
         assert "embedder_key_missing" in call("health", method="get").json["problems"]
     finally:
         embedders.get_embedder.cache_clear()
+
+
+def test_health_names_a_failing_provider_until_it_answers_again(openai_embedder, model_server, call, db):
+    model_server.script(*[Answer(503)] * 3)
+    with pytest.raises(remote.ProviderError):
+        openai_embedder.embed_many(["text"])
+    assert "provider_failing:openai" in call("health", method="get").json["problems"]
+    openai_embedder.embed_many(["text"])
+    assert not any(p.startswith("provider_failing") for p in call("health", method="get").json["problems"])

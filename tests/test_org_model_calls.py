@@ -79,3 +79,19 @@ def test_a_switch_flipped_by_another_process_is_seen_after_the_refresh(backend, 
                                            "changed_at": datetime.now(UTC)}])  # fmt: skip
     reply = agent.set({"memory_key": "k", "value": "written while off"})
     assert reply.json["items"][0]["embedding_pending"] is True
+
+
+def test_a_copy_of_the_switches_too_old_to_trust_refuses_every_call(backend, agent, settings, monkeypatch):
+    from retrieval.providers import customer
+
+    settings.LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = 0
+    settings.LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = 0
+
+    def unreadable():
+        raise clickhouse.ClickHouseUnavailable("switches table unreachable")
+
+    monkeypatch.setattr(customer, "_read_off", unreadable)
+    reply = agent.set({"memory_key": "k", "value": "stored even so"})
+    assert reply.json["items"][0]["embedding_pending"] is True  # refused as a switch-off is: a stub, no call
+    found = agent.search("anything")
+    assert found.status == 200 and "leg:vector:model_calls_switch_unread" in found.json["degraded"]

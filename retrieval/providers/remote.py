@@ -49,8 +49,26 @@ class Transient(Exception):
         self.status = status
 
 
+# Each provider's last outcome, for /v1/health: a provider whose last call failed is `provider_failing:<name>`.
+_failing: dict[str, str] = {}
+
+
+def failing() -> list[str]:
+    return sorted(_failing)
+
+
 def with_retries(provider: str, send, attempts: int | None = None, max_wait_s: float | None = None):
-    """Call `send()` until it returns, retrying a Transient with exponential backoff."""
+    """Call `send()` until it returns, retrying a Transient with exponential backoff; the outcome goes to health."""
+    try:
+        result = _attempts(provider, send, attempts, max_wait_s)
+    except ProviderError as exc:
+        _failing[provider] = str(exc)
+        raise
+    _failing.pop(provider, None)
+    return result
+
+
+def _attempts(provider: str, send, attempts: int | None, max_wait_s: float | None):
     attempts = attempts or settings.LOOM_EMBEDDING_RETRY_ATTEMPTS
     max_wait_s = settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S if max_wait_s is None else max_wait_s
     for attempt in range(attempts):
