@@ -52,6 +52,8 @@ class ModelServer:
                     return self._send(answer.status, {"error": error})
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, chat_answer(body))
+                if self.path.endswith(":batchEmbedContents"):
+                    return self._send(200, gemini_answer(body, answer))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 dim = body.get("dimensions") or 64
                 vectors = FakeEmbedder(dim).embed_many(texts)
@@ -91,7 +93,7 @@ class ModelServer:
             self._script.extend(answers)
 
     def embedding_requests(self) -> list[Seen]:
-        return [seen for seen in self.requests if seen.path.endswith("/embeddings")]
+        return [seen for seen in self.requests if seen.path.endswith(("/embeddings", ":batchEmbedContents"))]
 
     def chat_requests(self) -> list[Seen]:
         return [seen for seen in self.requests if seen.path.endswith("/chat/completions")]
@@ -99,6 +101,14 @@ class ModelServer:
     def stop(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+
+def gemini_answer(body: dict, answer: Answer) -> dict:
+    texts = [request["content"]["parts"][0]["text"] for request in body["requests"]]
+    dim = body["requests"][0].get("outputDimensionality") or 64
+    vectors = FakeEmbedder(dim).embed_many(texts)
+    return {"embeddings": [{"values": answer.vector if answer.vector is not None else [float(x) for x in v]}
+                           for v in vectors]}  # fmt: skip
 
 
 def chat_answer(body: dict) -> dict:

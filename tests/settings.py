@@ -5,7 +5,7 @@ import tempfile
 
 os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-test-")
 for name in list(os.environ):
-    if name.startswith(("LOOM_", "OPENAI_")) and name != "LOOM_VAR_DIR":
+    if name.startswith(("LOOM_", "OPENAI_", "GEMINI_", "GOOGLE_")) and name != "LOOM_VAR_DIR":
         del os.environ[name]  # a developer's shell settings must not change what tests see
 
 from loom_site.settings import *  # noqa: E402,F403

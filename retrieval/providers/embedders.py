@@ -183,6 +183,16 @@ def build(model: str) -> Embedder:
         from retrieval.providers.openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder(model, settings.OPENAI_API_KEY, settings.LOOM_EMBEDDING_DIM)
+    if provider == "gemini":
+        key = settings.GEMINI_API_KEY or settings.GOOGLE_API_KEY
+        if not key:
+            log.error("LOOM_EMBEDDING_MODEL=%s needs GEMINI_API_KEY or GOOGLE_API_KEY; embedding with the fake", model)
+            fake = FakeEmbedder(settings.LOOM_EMBEDDING_DIM)
+            fake.key_missing_for = model
+            return fake
+        from retrieval.providers.gemini_embedder import GeminiEmbedder
+
+        return GeminiEmbedder(model, key, settings.LOOM_EMBEDDING_DIM)
     raise ImproperlyConfigured(f"the {provider} embedder is not available in this build yet")
 
 
