@@ -21,6 +21,8 @@ def fuse(candidates: list[Candidate], plan: Plan) -> float:
     for c in candidates:
         s = c.signals
         c.components["similarity"] = c.similarity
+        if "hyde_similarity" in s:  # HyDE ran and found this row: its cosine counts toward similarity
+            c.components["hyde_similarity"] = s["hyde_similarity"]
         if mode == "semantic":
             c.relevance = c.similarity
         elif mode == "hybrid":

@@ -15,7 +15,8 @@ from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
 from retrieval import vector_mirror
-from retrieval.providers import customer
+from retrieval.providers import customer, remote
+from retrieval.providers.llm import get_llm
 from retrieval import query as query_text
 from retrieval.errors import Rejected
 from retrieval.legs import Context
@@ -104,6 +105,9 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     clock.last = time.perf_counter()
     candidates = _complete(ctx, pool)
     clock.lap("rescore")
+    if ctx.plan.hyde and prepared.cosine and _hyde(scope, ctx, pool, prepared.gates, degraded):
+        candidates = _complete(ctx, pool)
+        clock.lap("hyde")
     earned = {}
     if ctx.plan.reinforcement_weight and request.personalization != "none":
         earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
@@ -413,11 +417,47 @@ def _key_axis(org: str, namespace: str, model: str) -> bool:
     return on
 
 
+HYDE_PROMPT = (
+    "Write a short passage, two sentences at most, that answers the question as a stored note would. "
+    "Write only the passage."
+)
+
+
+def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[str]) -> bool:
+    """HyDE: search with the embedding of an LLM-written answer, when the first pass is weak (always under deep).
+
+    Its cosine is `hyde_similarity`, one more vector signal of the candidates it
+    finds. It fails open: a refusal or a failed call is named in `degraded`.
+    Returns whether it ran.
+    """
+    top = max((c.similarity for c in pool.values() if c.meta is not None), default=0.0)
+    if ctx.plan.budget != "deep" and top >= gates.hyde_fallback:
+        return False
+    llm = get_llm()
+    if llm.provider == "fake":
+        degraded.append("hyde:fake_llm")  # an echo would only embed the question again
+        return False
+    try:
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "hyde"):
+            passage = llm.complete(HYDE_PROMPT, ctx.request.query, max_tokens=200).text
+            vector = get_embedder().embed(passage)
+    except customer.ModelCallRefused as exc:
+        degraded.append(f"hyde:{exc.code.lower()}")
+        return False
+    except (remote.ProviderError, remote.EmbedTimeout) as exc:
+        log.warning("HyDE failed open: %s", exc)
+        degraded.append("hyde:failed")
+        return False
+    found = Pool()
+    run_legs(replace(ctx, vector=vector.tolist(), plan=replace(ctx.plan, legs={"vector"})), found, degraded, {})
+    for rid, candidate in found.items():
+        pool.add(rid, {"hyde_similarity": candidate.fact_similarity}, None, candidate.meta)
+    return True
+
+
 def _unserved_providers(plan: Plan) -> list[str]:
     """Model calls a plan asked for that this deployment cannot make yet: named, never silently dropped."""
     degraded = []
-    if plan.hyde:
-        degraded.append("hyde:no_llm")
     if plan.rerank and not (plan.budget == "fast" and plan.rerank.startswith("builtin:openai")):
         degraded.append(f"rerank:{plan.rerank}:unavailable")
     return degraded

@@ -21,6 +21,7 @@ class Answer:
     delay_s: float = 0.0
     vector: list | None = None  # replaces every vector of the answer (malformed-output tests)
     param: str | None = None  # the request field a 400 names
+    content: str | None = None  # a chat answer's text (else the model echoes the prompt)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class ModelServer:
                     error = {"message": f"scripted {answer.status}", "code": None, "param": answer.param}
                     return self._send(answer.status, {"error": error})
                 if self.path.endswith("/chat/completions"):
-                    return self._send(200, chat_answer(body))
+                    return self._send(200, chat_answer(body, answer.content))
                 if self.path.endswith(":batchEmbedContents"):
                     return self._send(200, gemini_answer(body, answer))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -111,10 +112,10 @@ def gemini_answer(body: dict, answer: Answer) -> dict:
                            for v in vectors]}  # fmt: skip
 
 
-def chat_answer(body: dict) -> dict:
-    """The model answers with what it was asked, so a test can tell which prompt and model it served."""
+def chat_answer(body: dict, content: str | None = None) -> dict:
+    """The scripted text, else what it was asked, so a test can tell which prompt and model it served."""
     user = body["messages"][-1]["content"]
-    text = f"{body['model']} says: {user}"
+    text = content if content is not None else f"{body['model']} says: {user}"
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
