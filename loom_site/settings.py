@@ -186,6 +186,8 @@ LOOM_INFERENCE_SYSTEM_CUSTOMER = env.string("LOOM_INFERENCE_SYSTEM_CUSTOMER", "l
 LOOM_INFERENCE_IDENTITY_HEADERS_JSON = env.string("LOOM_INFERENCE_IDENTITY_HEADERS_JSON")
 LOOM_INFERENCE_GATEWAY_HOSTS = env.strings("LOOM_INFERENCE_GATEWAY_HOSTS")
 env.check_identity_headers(LOOM_INFERENCE_IDENTITY_HEADERS_JSON, LOOM_INFERENCE_GATEWAY_HOSTS)
+# LLM-free reads: no search makes an LLM call (no HyDE), whatever its recipe or budget.
+LOOM_READS_LLM_FREE = env.boolean("LOOM_READS_LLM_FREE", False)
 # The per-org model-call switch: how often a process re-reads it, and how long it trusts its copy.
 LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS", 5.0, minimum=0)
 LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS", 60.0, minimum=0)

@@ -36,3 +36,12 @@ def test_hyde_fails_open_and_says_so(backend, openai_llm, openai_embedder, model
     model_server.script(Answer(401))
     reply = ranker.search(QUESTION, hyde=True).json
     assert "hyde:failed" in reply["degraded"] and reply["hits"]
+
+
+def test_llm_free_reads_and_the_fast_budget_make_no_llm_call(backend, openai_llm, openai_embedder, model_server,
+                                                             ranker, settings):  # fmt: skip
+    ranker.set(*ROWS)
+    assert ranker.search(QUESTION, hyde=True, retrieval_budget="fast").status == 200
+    settings.LOOM_READS_LLM_FREE = True
+    assert ranker.search(QUESTION, recipe="quality").status == 200
+    assert model_server.chat_requests() == []
