@@ -95,3 +95,18 @@ def check_identity_headers(raw: str, gateway_hosts: list[str]) -> None:
         raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON must map header names to template strings")
     if not gateway_hosts:
         raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON needs LOOM_INFERENCE_GATEWAY_HOSTS")
+
+
+def check_refusals(raw: str) -> None:
+    """LOOM_INFERENCE_IDENTITY_REFUSALS_JSON: {"refused": [...], "wait": [...]}, each entry a status and a match."""
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"LOOM_INFERENCE_IDENTITY_REFUSALS_JSON is not JSON: {exc}") from None
+    if not isinstance(table, dict) or set(table) - {"refused", "wait"}:
+        raise ImproperlyConfigured('LOOM_INFERENCE_IDENTITY_REFUSALS_JSON must be {"refused": [...], "wait": [...]}')
+    for entry in (entry for entries in table.values() for entry in entries):
+        if not isinstance(entry.get("status"), int) or not {"code", "type", "message"} & set(entry):
+            raise ImproperlyConfigured(
+                f"LOOM_INFERENCE_IDENTITY_REFUSALS_JSON entry {entry}: needs a status and a code, type or message"
+            )

@@ -4,6 +4,7 @@ Every deployment setting is read here, once, from the environment (strictly:
 see loom_site/env.py). The README lists them all.
 """
 
+import json
 import secrets
 from pathlib import Path
 
@@ -185,6 +186,13 @@ LOOM_INFERENCE_CUSTOMER_FORMAT = env.string("LOOM_INFERENCE_CUSTOMER_FORMAT", "{
 LOOM_INFERENCE_SYSTEM_CUSTOMER = env.string("LOOM_INFERENCE_SYSTEM_CUSTOMER", "loom")
 LOOM_INFERENCE_IDENTITY_HEADERS_JSON = env.string("LOOM_INFERENCE_IDENTITY_HEADERS_JSON")
 LOOM_INFERENCE_GATEWAY_HOSTS = env.strings("LOOM_INFERENCE_GATEWAY_HOSTS")
+# A gateway's answers that refuse one identity (or ask it to wait): matched exactly on status and code/type/message.
+LOOM_INFERENCE_IDENTITY_REFUSALS_JSON = env.string("LOOM_INFERENCE_IDENTITY_REFUSALS_JSON", json.dumps({
+    "refused": [{"status": 402, "code": "budget_exceeded"}, {"status": 403, "code": "agent_denied"},
+                {"status": 400, "code": "identity_incomplete"}, {"status": 400, "code": "identity_malformed"}],
+    "wait": [{"status": 429, "code": "agent_request_limit"}],
+}))  # fmt: skip
+env.check_refusals(LOOM_INFERENCE_IDENTITY_REFUSALS_JSON)
 env.check_identity_headers(LOOM_INFERENCE_IDENTITY_HEADERS_JSON, LOOM_INFERENCE_GATEWAY_HOSTS)
 # LLM-free reads: no search makes an LLM call (no HyDE), whatever its recipe or budget.
 LOOM_READS_LLM_FREE = env.boolean("LOOM_READS_LLM_FREE", False)

@@ -49,6 +49,8 @@ STATUS = {
     "EMBED_TIMEOUT": 503,
     "MODEL_CALLS_SWITCH_UNREAD": 503,
     "MODEL_CALL_UNATTRIBUTED": 500,
+    "MODEL_CALL_REFUSED": 403,
+    "MODEL_CALL_DEFERRED": 503,
     "EMBEDDER_UNAVAILABLE": 503,
 }
 
@@ -73,8 +75,9 @@ class ApiError(Exception):
         self.code, self.message, self.field = code, message, field
 
 
-def error_response(code: str, message: str, field: str | None = None, status: int | None = None) -> Response:
-    body = {"code": code, "message": message}
+def error_response(code: str, message: str, field: str | None = None, status: int | None = None,
+                   **more) -> Response:  # fmt: skip
+    body = {"code": code, "message": message, **more}
     if field:
         body["field"] = field
     return Response({"error": body}, status=status or STATUS[code])
@@ -129,6 +132,12 @@ def exception_handler(exc, context):
     if isinstance(exc, ClickHouseUnavailable):
         log.error("ClickHouse unavailable: %s", exc)
         return error_response("CLICKHOUSE_UNAVAILABLE", "ClickHouse is unavailable; retry shortly")
+    if isinstance(exc, customer.GatewayDeferred):
+        response = error_response(exc.code, str(exc), gateway_status=exc.gateway_status, gateway_code=exc.gateway_code)
+        response["Retry-After"] = f"{exc.retry_after:g}"
+        return response
+    if isinstance(exc, customer.GatewayRefused):
+        return error_response(exc.code, str(exc), gateway_status=exc.gateway_status, gateway_code=exc.gateway_code)
     if isinstance(exc, customer.ModelCallRefused):
         return error_response(exc.code, str(exc))
     if isinstance(exc, remote.EmbedTimeout):

@@ -198,7 +198,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search"):
             vector = embedder.embed(request.query).tolist()
-    except customer.ModelCallRefused as exc:
+    except customer.SWITCHED as exc:
         vector = None
         degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
         _without_a_model(plan, exc)

@@ -218,7 +218,7 @@ def _embed(plans: list[_Plan]) -> bool:
         texts += [passage for _, passage in plan.chunks]
     try:
         vectors = get_embedder().embed_many(texts)
-    except customer.ModelCallRefused as exc:  # stored with stubs; embed_pending embeds them later
+    except customer.SWITCHED as exc:  # stored with stubs; embed_pending embeds them later
         log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
         return False
     at = 0

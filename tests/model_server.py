@@ -22,6 +22,8 @@ class Answer:
     vector: list | None = None  # replaces every vector of the answer (malformed-output tests)
     param: str | None = None  # the request field a 400 names
     content: str | None = None  # a chat answer's text (else the model echoes the prompt)
+    code: str | None = None  # an error's code (a gateway's refusal)
+    retry_after: str | None = None
 
 
 @dataclass
@@ -49,8 +51,8 @@ class ModelServer:
                 if answer.delay_s:
                     threading.Event().wait(answer.delay_s)
                 if answer.status != 200:
-                    error = {"message": f"scripted {answer.status}", "code": None, "param": answer.param}
-                    return self._send(answer.status, {"error": error})
+                    error = {"message": f"scripted {answer.status}", "code": answer.code, "param": answer.param}
+                    return self._send(answer.status, {"error": error}, answer.retry_after)
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, chat_answer(body, answer.content))
                 if self.path.endswith(":batchEmbedContents"):
@@ -66,10 +68,12 @@ class ModelServer:
                 usage = {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0}
                 self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, retry_after=None):
                 raw = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    if retry_after:
+                        self.send_header("Retry-After", retry_after)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
                     self.end_headers()

@@ -60,6 +60,30 @@ class Unattributed(ModelCallRefused):
     code = "MODEL_CALL_UNATTRIBUTED"
 
 
+class GatewayRefused(ModelCallRefused):
+    """The inference gateway refused this call's identity (an entry of the refusals table under `refused`)."""
+
+    code = "MODEL_CALL_REFUSED"
+
+    def __init__(self, message: str, gateway_status: int, gateway_code: str | None):
+        super().__init__(message)
+        self.gateway_status, self.gateway_code = gateway_status, gateway_code
+
+
+class GatewayDeferred(ModelCallRefused):
+    """The gateway asked this identity to wait (an entry under `wait`); Retry-After says how long."""
+
+    code = "MODEL_CALL_DEFERRED"
+
+    def __init__(self, message: str, gateway_status: int, gateway_code: str | None, retry_after: float):
+        super().__init__(message)
+        self.gateway_status, self.gateway_code, self.retry_after = gateway_status, gateway_code, retry_after
+
+
+# Refusals a write answers with an embedding stub and a search with its model-free legs: the org's switch.
+SWITCHED = (ModelCallsOff, SwitchUnread)
+
+
 @contextmanager
 def for_org(org: str, namespace: str = "", subject: str = "", feature: str = ""):
     """Model calls made inside are the org's (for this namespace and subject, made by this feature)."""
@@ -157,10 +181,36 @@ def get_model_calls(org: str, history: int = 50) -> dict:
 
 
 def gateway_http_client():
-    """The HTTP client every model sender uses: it names the call's customer, only toward gateway hosts."""
+    """The HTTP client every model sender uses: it names the call's customer, only toward gateway hosts,
+    and reads a gateway's refusal of that identity."""
     import openai
 
-    return openai.DefaultHttpxClient(event_hooks={"request": [_attribute]})
+    return openai.DefaultHttpxClient(event_hooks={"request": [_attribute], "response": [_answered]})
+
+
+def _answered(response) -> None:
+    """A gateway host's answer that the refusals table lists is the gateway refusing this identity, not an outage."""
+    if response.status_code < 400 or response.request.url.host not in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
+        return
+    response.read()
+    try:
+        error = response.json().get("error") or {}
+    except ValueError:
+        return
+    if not isinstance(error, dict):
+        return
+    table = json.loads(settings.LOOM_INFERENCE_IDENTITY_REFUSALS_JSON)
+    for kind in ("refused", "wait"):
+        for entry in table.get(kind, []):
+            if entry.get("status") == response.status_code and all(
+                error.get(name) == entry[name] for name in ("code", "type", "message") if name in entry
+            ):
+                message = f"the inference gateway answered {response.status_code} {error.get('code') or ''}".strip()
+                if kind == "refused":
+                    raise GatewayRefused(message, response.status_code, error.get("code"))
+                wait = float(response.headers.get("retry-after") or 1)
+                raise GatewayDeferred(message + f"; retry after {wait:g} s", response.status_code, error.get("code"),
+                                      wait)  # fmt: skip
 
 
 def _attribute(request) -> None:

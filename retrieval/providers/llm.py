@@ -83,6 +83,8 @@ class OpenAILLM:
                     raise remote.Transient(exc.status_code, f"HTTP {exc.status_code}") from exc
                 raise remote.ProviderError(self.provider, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                if isinstance(exc.__cause__, customer.ModelCallRefused):  # the gateway refused this identity
+                    raise exc.__cause__ from None
                 raise remote.Transient(None, type(exc).__name__) from exc
             usage = answer.usage
             return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,

@@ -60,6 +60,8 @@ class OpenAIEmbedder:
                     raise remote.Transient(exc.status_code, f"HTTP {exc.status_code}") from exc
                 raise remote.ProviderError(self.provider, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                if isinstance(exc.__cause__, customer.ModelCallRefused):  # the gateway refused this identity
+                    raise exc.__cause__ from None
                 raise remote.Transient(None, type(exc).__name__) from exc
             costs.add_embedding(self.model_name, answer.usage.prompt_tokens if answer.usage else 0)
             ordered = sorted(answer.data, key=lambda item: item.index)

@@ -14,6 +14,8 @@ import time
 import numpy as np
 from django.conf import settings
 
+from retrieval.providers import customer
+
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -68,7 +70,21 @@ def with_retries(provider: str, send, attempts: int | None = None, max_wait_s: f
     return result
 
 
+# A gateway that asks an identity to wait this long or less is waited out once, then asked again.
+SHORT_WAIT_S = 2.0
+
+
 def _attempts(provider: str, send, attempts: int | None, max_wait_s: float | None):
+    try:
+        return _retrying(provider, send, attempts, max_wait_s)
+    except customer.GatewayDeferred as exc:
+        if exc.retry_after > SHORT_WAIT_S:
+            raise
+        time.sleep(exc.retry_after)
+        return _retrying(provider, send, attempts, max_wait_s)
+
+
+def _retrying(provider: str, send, attempts: int | None, max_wait_s: float | None):
     attempts = attempts or settings.LOOM_EMBEDDING_RETRY_ATTEMPTS
     max_wait_s = settings.LOOM_EMBEDDING_RETRY_MAX_WAIT_S if max_wait_s is None else max_wait_s
     for attempt in range(attempts):
