@@ -82,7 +82,14 @@ class QueryCache:
             self.entries.clear()
 
 
+def _shared() -> bool:
+    """The shared table serves other processes: with the embedded engine there are none (one owns the data)."""
+    return clickhouse.backend() != "embedded"
+
+
 def _shared_get(digest: str, dim: int) -> np.ndarray | None:
+    if not _shared():
+        return None
     try:
         rows = clickhouse.query_rows(
             "SELECT vector FROM embedding_cache WHERE key = {key:String} AND length(vector) = {dim:UInt32} LIMIT 1",
@@ -95,7 +102,7 @@ def _shared_get(digest: str, dim: int) -> np.ndarray | None:
 
 
 def _shared_put(digest: str, model: str, vector: np.ndarray, chars: int) -> None:
-    if chars > settings.LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS:
+    if not _shared() or chars > settings.LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS:
         return
     try:
         clickhouse.insert(
