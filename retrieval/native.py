@@ -40,6 +40,8 @@ def _string(value: str | bytes) -> bytes:
 
 
 def _strings(values) -> bytes:
+    if values and values.count(values[0]) == len(values):  # a column one value fills (org, namespace, agent...)
+        return _string(values[0]) * len(values)
     out = bytearray()
     for value in values:
         raw = value.encode() if isinstance(value, str) else value
@@ -65,8 +67,7 @@ def encode_column(ch_type: str, values: list) -> bytes:
         return _strings(values)
     if match := _DATETIME64.match(ch_type):
         scale = 10 ** int(match.group(1))
-        ticks = [round((_aware(value) - _EPOCH).total_seconds() * scale) for value in values]
-        return np.asarray(ticks, dtype="<i8").tobytes()
+        return np.asarray([_ticks(value, scale) for value in values], dtype="<i8").tobytes()
     if match := _ENUM8.match(ch_type):
         codes = {name: int(code) for name, code in re.findall(r"'([^']*)'\s*=\s*(-?\d+)", match.group(1))}
         return np.asarray([codes[value] for value in values], dtype="<i1").tobytes()
@@ -91,6 +92,18 @@ def encode_column(ch_type: str, values: list) -> bytes:
         return (offsets.tobytes() + encode_column(key_type, [k for k, _ in pairs])
                 + encode_column(value_type, [v for _, v in pairs]))  # fmt: skip
     raise TypeError(f"no Native encoding for column type {ch_type}")
+
+
+def _ticks(value: datetime, scale: int) -> int:
+    return round((_aware(value) - _EPOCH).total_seconds() * scale)
+
+
+def as_stored(value: datetime | None, digits: int = 3) -> datetime | None:
+    """The moment a DateTime64(digits) column keeps of `value` (what a read gives back)."""
+    if value is None:
+        return None
+    scale = 10**digits
+    return _EPOCH + timedelta(microseconds=_ticks(value, scale) * 1_000_000 // scale)
 
 
 def _aware(value: datetime) -> datetime:

@@ -28,7 +28,7 @@ from dataclasses import asdict
 import numpy as np
 from django.conf import settings
 
-from retrieval import clickhouse
+from retrieval import clickhouse, native
 from retrieval.pool import META, RowId, row_id
 
 
@@ -56,12 +56,13 @@ class Vectors:
         # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
         self.chunked = False
 
-    def add(self, rows: list[dict], chunked: bool = False) -> None:
+    def add(self, rows: list[dict], chunked: bool = False, shown: dict | None = None) -> None:
+        """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each."""
         with self.lock:
-            self._add(rows)
+            self._add(rows, shown or {})
             self.chunked = self.chunked or chunked
 
-    def _add(self, rows: list[dict]) -> None:
+    def _add(self, rows: list[dict], shown: dict) -> None:
         fresh = []
         for row in rows:
             at = self.position.get(row_id(row))
@@ -69,7 +70,7 @@ class Vectors:
                 fresh.append(row)
             else:
                 self.meta[at] = {name: row[name] for name in META}
-                self.shown[at] = _shown(row)
+                self.shown[at] = shown.get(_identity(row))
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)
@@ -78,10 +79,11 @@ class Vectors:
         self.keys[start:end] = np.asarray([row["key_vector"] for row in fresh], dtype=np.float32)
         self.visible[start:end] = [row["memory_type"] != "reflection" for row in fresh]
         for offset, row in enumerate(fresh):
-            self.position[row_id(row)] = start + offset
-            self.ids.append(row_id(row))
+            rid = row_id(row)
+            self.position[rid] = start + offset
+            self.ids.append(rid)
             self.meta.append({name: row[name] for name in META})
-            self.shown.append(_shown(row))
+            self.shown.append(shown.get(_identity(row)))
 
     def _reserve(self, size: int, dim: int) -> None:
         capacity = 0 if self.values is None else len(self.values)
@@ -148,8 +150,17 @@ class Vectors:
 SHOWN_META = ("memory_type", "tags", "entities", "source_class")
 
 
-def _shown(row: dict) -> tuple | None:
-    return (row["value"], row["valid_at"], row["created_at"]) if "value" in row else None
+def _identity(row: dict) -> tuple:
+    return row["memory_key"], row["agent"], row["session_id"], row["version"]
+
+
+def shown_of(memory_rows: list[dict]) -> dict[tuple, tuple]:
+    """What a hit shows of each memory row (value, valid_at, created_at), dates as ClickHouse keeps them (a write
+    notice carries microseconds), by identity. A vector row without one is hydrated from ClickHouse."""
+    return {
+        _identity(m): (m["value"], native.as_stored(m["valid_at"]), native.as_stored(m["created_at"]))
+        for m in memory_rows
+    }
 
 
 def _name(row_id: RowId) -> tuple:
@@ -192,7 +203,12 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
                 mirror.add(*items)
             else:
                 mirror.retire(items)
-        _mirrors[key] = mirror
+        _mirrors[key] = _within_cap(mirror)
+
+
+def _within_cap(mirror: Vectors | None) -> Vectors | None:
+    """A mirror grown past LOOM_VECTOR_MIRROR_MAX_ROWS is dropped: ClickHouse serves the namespace from then on."""
+    return mirror if mirror is not None and len(mirror.ids) <= settings.LOOM_VECTOR_MIRROR_MAX_ROWS else None
 
 
 def loaded(org: str, namespace: str, model: str) -> bool:
@@ -245,9 +261,9 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
     )
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {where}", params)
     rows = [dict(zip(columns, row)) for row in rows]
-    _attach_shown(rows, _live_memory_columns(org, namespace))
+    shown = shown_of(_live_memory_columns(org, namespace))
     mirror = Vectors()
-    mirror.add(rows, chunked=bool(chunked))
+    mirror.add(rows, bool(chunked), shown)
     return mirror
 
 
@@ -272,30 +288,24 @@ def _live_memory_columns(org: str, namespace: str) -> list[dict]:
     return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]
 
 
-def _attach_shown(rows: list[dict], memory_rows: list[dict]) -> None:
-    """Copy each memory row's value and dates onto its embedding row (a row without one is hydrated from ClickHouse)."""
-    identity = ("memory_key", "agent", "session_id", "version")
-    by_id = {tuple(m[name] for name in identity): m for m in memory_rows}
-    for row in rows:
-        if (memory := by_id.get(tuple(row[name] for name in identity))) is not None:
-            row.update(value=memory["value"], valid_at=memory["valid_at"], created_at=memory["created_at"])
-
-
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
     """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
     if not enabled() or not rows:
         return
-    rows = [dict(row) for row in rows]
-    _attach_shown(rows, memory_rows)
+    shown = None
     with _lock:
         for model in {row["embedding_model"] for row in rows}:
             key = (clickhouse.target(), org, namespace, model)
             mine = [row for row in rows if row["embedding_model"] == model]
             chunked = any(chunk["embedding_model"] == model for chunk in chunks)
+            if key not in _pending and _mirrors.get(key) is None:
+                continue
+            shown = shown if shown is not None else shown_of(memory_rows)
             if key in _pending:
-                _pending[key].append(("add", (mine, chunked)))
-            elif _mirrors.get(key) is not None:
-                _mirrors[key].add(mine, chunked)
+                _pending[key].append(("add", (mine, chunked, shown)))
+            else:
+                _mirrors[key].add(mine, chunked, shown)
+                _mirrors[key] = _within_cap(_mirrors[key])
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:

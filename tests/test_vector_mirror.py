@@ -111,3 +111,26 @@ def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agen
     agent.set({"memory_key": "runbook", "value": filler + " To roll back a release run kubectl rollout undo."})
     hit = agent.search("roll back a release kubectl rollout undo").json["hits"][0]
     assert (hit["memory_key"], hit["source"]) == ("runbook", "chunk")
+
+
+def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agent, settings):
+    if backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
+    wait_for_mirror(agent)
+    agent.set(*ROWS, {"memory_key": "dated", "value": "the audit ran on monday",
+                      "valid_at": "2026-03-02T10:00:00.123456Z"})  # fmt: skip
+    mirrored = answers(agent)  # served from the write notices: value and dates held in process
+    settings.LOOM_VECTOR_MIRROR = False
+    assert answers(agent) == mirrored  # created_at and valid_at at ClickHouse's millisecond, not the notice's
+
+
+def test_a_mirror_grown_past_the_cap_hands_the_namespace_to_clickhouse(backend, agent, settings):
+    if backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    agent.set(*ROWS[:2])
+    wait_for_mirror(agent)
+    settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 4
+    agent.set(*ROWS[2:])
+    assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
+    assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
