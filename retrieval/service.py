@@ -14,10 +14,8 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
-from retrieval import vector_mirror
-from retrieval.providers import customer, remote
-from retrieval.providers.llm import get_llm
 from retrieval import query as query_text
+from retrieval import vector_mirror
 from retrieval.errors import Rejected
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
@@ -25,7 +23,9 @@ from retrieval.legs import run as run_legs
 from retrieval.legs.vector import rescore
 from retrieval.plan import Plan, SearchRequest, resolve
 from retrieval.pool import Candidate, Pool, row_id
+from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
+from retrieval.providers.llm import get_llm
 from retrieval.thresholds import Gates
 from retrieval.thresholds import resolve as resolve_gates
 from tenancy.access import Scope
