@@ -25,6 +25,7 @@ from retrieval import clickhouse
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Attribution:
     """Whom a model call is for: the op's org, and what the gateway's identity headers may name."""
