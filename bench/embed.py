@@ -8,7 +8,6 @@ from the installed packages; its load time is reported too.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -26,15 +25,7 @@ import django  # noqa: E402
 django.setup()
 
 from retrieval.providers.embedders import FakeEmbedder, LocalEmbedder  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
-
-
-def corpus() -> tuple[list[str], list[str]]:
-    if DATA.exists():
-        turns = [json.loads(line)["text"] for line in (DATA / "memories.jsonl").open()]
-        return turns, [json.loads(line)["question"] for line in (DATA / "queries.jsonl").open()]
-    return [f"note {i}: the team discussed option {i % 31}" for i in range(1500)], ["what about option 3"] * 100
+from locomo import corpus  # noqa: E402
 
 
 def measure(embedder, texts: list[str], queries: list[str]) -> tuple[float, float, float]:

@@ -13,7 +13,6 @@ and the p50 ratio to numpy.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -37,17 +36,7 @@ from retrieval.plan import SearchRequest  # noqa: E402
 from retrieval.providers.embedders import get_embedder  # noqa: E402
 from tenancy.access import Scope  # noqa: E402
 from tenancy.roles import Role  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
-
-
-def corpus() -> tuple[list[str], list[str]]:
-    if DATA.exists():
-        turns = [json.loads(line)["text"] for line in (DATA / "memories.jsonl").open()]
-        questions = [json.loads(line)["question"] for line in (DATA / "queries.jsonl").open()]
-        return turns, questions
-    turns = [f"note {i}: the team discussed option {i % 31} for project {i % 7}" for i in range(1500)]
-    return turns, [f"what did the team say about option {i}" for i in range(100)]
+from locomo import corpus  # noqa: E402
 
 
 def load(scope: Scope, size: int, turns: list[str]) -> None:
