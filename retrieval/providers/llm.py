@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from retrieval import clickhouse, costs
-from retrieval.providers import customer, remote
+from retrieval.providers import customer, openai_client, remote
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,7 @@ class OpenAILLM:
 
     def __init__(self, model: str, api_key: str):
         self.model = model
-        self._client = openai.OpenAI(api_key=api_key, base_url=settings.OPENAI_BASE_URL or None, max_retries=0,
-                                     timeout=settings.LOOM_LLM_REQUEST_TIMEOUT_S,
-                                     http_client=customer.gateway_http_client())  # fmt: skip
+        self._client = openai_client.client(api_key, settings.LOOM_LLM_REQUEST_TIMEOUT_S)
         self._refused: set[str] = set()  # request fields this model answered 400 to: learned, left out
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
@@ -73,25 +71,26 @@ class OpenAILLM:
                     model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                     **fields,
                 )  # fmt: skip
-            except openai.APIStatusError as exc:
-                param = (exc.body or {}).get("param") if isinstance(exc.body, dict) else None
-                if exc.status_code == 400 and param in fields and param != "response_format":
+            except (openai.APIStatusError, openai.APIConnectionError) as exc:
+                if (param := _refused_field(exc, fields)) is not None:
                     log.info("%s does not take %s: leaving it out from now on", self.model, param)
                     self._refused.add(param)
                     raise remote.Transient(400, f"{self.model} refused {param}") from exc
-                if exc.status_code in RETRY_STATUSES:
-                    raise remote.Transient(exc.status_code, f"HTTP {exc.status_code}") from exc
-                raise remote.ProviderError(self.provider, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-                if isinstance(exc.__cause__, customer.ModelCallRefused):  # the gateway refused this identity
-                    raise exc.__cause__ from None
-                raise remote.Transient(None, type(exc).__name__) from exc
+                raise openai_client.failure(self.provider, exc, RETRY_STATUSES)  # noqa: B904 (caused by exc)
             usage = answer.usage
             return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
                              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)  # fmt: skip
 
         return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
                                    settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+
+
+def _refused_field(exc: openai.APIError, fields: dict) -> str | None:
+    """The request field a 400 names, when the call sent it and it may be left out (not the asked-for format)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400 or not isinstance(exc.body, dict):
+        return None
+    param = exc.body.get("param")
+    return param if param in fields and param != "response_format" else None
 
 
 class FallbackLLM:

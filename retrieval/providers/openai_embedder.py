@@ -1,15 +1,11 @@
-"""OpenAI embeddings through the official SDK (OPENAI_BASE_URL honoured).
-
-The SDK's own retries are off: the shared policy in `remote.py` decides which
-answers are worth another attempt, so every network embedder behaves alike.
-"""
+"""OpenAI embeddings through the official SDK (openai_client.py)."""
 
 import numpy as np
 import openai
 from django.conf import settings
 
 from retrieval import costs
-from retrieval.providers import customer, remote
+from retrieval.providers import openai_client, remote
 
 TOKEN_LIMIT = 8191
 
@@ -19,12 +15,8 @@ class OpenAIEmbedder:
 
     def __init__(self, model: str, api_key: str, dim: int):
         self.model_name, self.dim = model, dim
-        self._client = openai.OpenAI(
-            api_key=api_key,
-            base_url=settings.OPENAI_BASE_URL or None,
-            max_retries=0,
-            timeout=openai.Timeout(settings.LOOM_HTTP_CLIENT_TIMEOUT_S, connect=settings.LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S),
-            http_client=customer.gateway_http_client(),
+        self._client = openai_client.client(
+            api_key, openai.Timeout(settings.LOOM_HTTP_CLIENT_TIMEOUT_S, connect=settings.LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S)
         )
 
     def embed(self, text: str) -> np.ndarray:
@@ -55,14 +47,8 @@ class OpenAIEmbedder:
                     model=self.model_name, input=texts, dimensions=self.dim, encoding_format="float",
                     **({"timeout": timeout} if timeout else {}),
                 )  # fmt: skip
-            except openai.APIStatusError as exc:
-                if exc.status_code in remote.RETRY_STATUSES:
-                    raise remote.Transient(exc.status_code, f"HTTP {exc.status_code}") from exc
-                raise remote.ProviderError(self.provider, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-                if isinstance(exc.__cause__, customer.ModelCallRefused):  # the gateway refused this identity
-                    raise exc.__cause__ from None
-                raise remote.Transient(None, type(exc).__name__) from exc
+            except (openai.APIStatusError, openai.APIConnectionError) as exc:
+                raise openai_client.failure(self.provider, exc, remote.RETRY_STATUSES)  # noqa: B904 (caused by exc)
             costs.add_embedding(self.model_name, answer.usage.prompt_tokens if answer.usage else 0)
             ordered = sorted(answer.data, key=lambda item: item.index)
             return remote.guard_output(self.provider, [item.embedding for item in ordered], len(texts), self.dim)
