@@ -215,6 +215,11 @@ LOOM_LLM_RERANK_SKIP_ABOVE = env.number("LOOM_LLM_RERANK_SKIP_ABOVE", 0.60, 0, 1
 # Write gates (scalar tier): a value this close to a stored one conflicts with it / duplicates it.
 LOOM_CONFLICT_THRESHOLD = env.number("LOOM_CONFLICT_THRESHOLD", 0.85, 0, 1)
 LOOM_DUPLICATE_THRESHOLD = env.number("LOOM_DUPLICATE_THRESHOLD", 0.95, 0, 1)
+# The write gates judge every memory.set (off: values are stored unjudged, `write_gates: "off"`).
+LOOM_WRITE_GATES = env.boolean("LOOM_WRITE_GATES", True)
+# The write gates scan (new rows x stored rows) pairs in ClickHouse when no vector mirror serves the namespace;
+# a batch over this many pairs is stored unjudged (write_gates: "skipped").
+LOOM_WRITE_GATES_MAX_PAIRS = env.integer("LOOM_WRITE_GATES_MAX_PAIRS", 1_000_000, minimum=0)
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean("LOOM_ADAPTIVE_THRESHOLDS", True)
 LOOM_CALIBRATION_REFRESH_SECONDS = env.number("LOOM_CALIBRATION_REFRESH_SECONDS", 60.0, minimum=0)

@@ -1,5 +1,7 @@
 """Response serializers: what each op answers, kept apart from what it accepts."""
 
+import json
+
 from rest_framework import serializers
 
 
@@ -25,6 +27,8 @@ class MemoryOut(serializers.Serializer):
     superseded_by = serializers.SerializerMethodField(help_text="The version that replaced this one.")
     embedding_model = serializers.CharField(help_text="Empty when the value is never embedded (high sensitivity).")
     chunk_count = serializers.IntegerField()
+    duplicate_of = serializers.SerializerMethodField(help_text="The live row this value duplicates.")
+    conflict_verdict = serializers.SerializerMethodField(help_text="The live row this value conflicts with.")
     actor = serializers.CharField(help_text="The token that wrote this version.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -34,6 +38,12 @@ class MemoryOut(serializers.Serializer):
 
     def get_superseded_by(self, row) -> int | None:
         return row["superseded_by"] or None
+
+    def get_duplicate_of(self, row) -> str | None:
+        return row.get("duplicate_of") or None
+
+    def get_conflict_verdict(self, row) -> dict | None:
+        return json.loads(row["conflict_verdict"]) if row.get("conflict_verdict") else None
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -62,6 +72,19 @@ class WriteResultOut(serializers.Serializer):
     sensitivity_reason = serializers.CharField(allow_null=True, help_text="What raised the value to high.")
     embedding_model = serializers.CharField()
     chunks = serializers.IntegerField()
+    duplicate_of = serializers.CharField(
+        allow_null=True, help_text="The live row this value duplicates: stored, hidden from search unless "
+        "include_duplicates."
+    )
+    conflict_verdict = serializers.DictField(
+        allow_null=True, help_text="The live row this value conflicts with (memory_key, similarity, threshold, tier)."
+    )
+    write_gates = serializers.ChoiceField(
+        ["judged", "skipped", "off", "exempt"],
+        help_text='"judged"; "skipped": the batch had too many pairs to scan (LOOM_WRITE_GATES_MAX_PAIRS) or the scan '
+        'failed; "off": LOOM_WRITE_GATES=false; "exempt": nothing to judge (a conversation turn, a value never '
+        "embedded or stored with a stub, an unchanged value)",
+    )
     embedding_pending = serializers.BooleanField(
         help_text="Stored with an embedding stub because the org's model calls are off; search finds it once "
         "`embed_pending` has embedded it."

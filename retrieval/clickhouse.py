@@ -8,15 +8,18 @@ client is clickhouse-connect, opened lazily (after Django's autoreloader has
 forked) and shared by the process's threads.
 """
 
+import base64
 import fcntl
 import logging
 import os
 import re
 import threading
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import clickhouse_connect
+import numpy as np
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
 from django.conf import settings
 
@@ -69,6 +72,23 @@ def release_thread() -> None:
     for opened in getattr(_local, "clients", {}).values():
         opened.close()
     _local.clients = {}
+
+
+# Statements run side by side in these threads (the engine releases the GIL while it works).
+_side = ThreadPoolExecutor(max_workers=8, thread_name_prefix="loom-side")
+
+
+def on_the_side(fn, *args) -> Future:
+    """Run `fn(*args)` in a worker thread, against the engine this thread uses."""
+    return _side.submit(_pinned, target(), fn, args)
+
+
+def _pinned(dsn: str, fn, args: tuple):
+    _local.target = dsn
+    try:
+        return fn(*args)
+    finally:
+        _local.target = None
 
 
 def backend() -> str:
@@ -136,6 +156,8 @@ def client():
 
 
 def _run(method: str, *args, **kwargs):
+    if kwargs.get("parameters"):
+        args, kwargs = _bind_vectors(args, kwargs)
     try:
         return getattr(client(), method)(*args, **kwargs)
     except OperationalError as exc:
@@ -143,6 +165,26 @@ def _run(method: str, *args, **kwargs):
     except DatabaseError as exc:
         log.error("ClickHouse refused a statement: %s", exc)
         raise ClickHouseError(str(exc)) from None
+
+
+def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A numpy parameter `{name:Array(Float32)}` travels as base64 of its float32 bytes, spliced into the statement
+    as a heredoc and reinterpreted by the engine: the driver formats a list parameter float by float (a 384-d
+    query vector costs ~1 ms that way, a write batch's 500 vectors ~0.7 s; this way 0.04 s)."""
+    sql, params = args[0], kwargs["parameters"]
+    vectors = {name for name, value in params.items() if isinstance(value, np.ndarray)}
+    if not vectors:
+        return args, kwargs
+    params, spliced = dict(params), 0
+    for name in vectors:
+        placeholder = f"{{{name}:Array(Float32)}}"
+        if placeholder not in sql:
+            raise ClickHouseError(f"numpy parameter {name!r} must be bound as {placeholder}")
+        sql = sql.replace(placeholder, f"reinterpret(base64Decode(${name}$), 'Array(Float32)')")
+        blob = params[f"${name}$"] = base64.b64encode(np.ascontiguousarray(params.pop(name), dtype="<f4").tobytes())
+        spliced += len(blob) + 2 * len(name) + 4
+    settings = {**kwargs.get("settings", {}), "max_query_size": len(sql) + spliced + 262144}
+    return (sql, *args[1:]), {**kwargs, "parameters": params, "settings": settings}
 
 
 def query(sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

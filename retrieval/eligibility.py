@@ -26,6 +26,8 @@ class Eligibility:
     # Reflections are served only to an explicit memory_type filter. Too rare to narrow
     # the other legs for: the rescore drops them.
     hide_reflections: bool = True
+    # Duplicates (the write gate's verdict) are served only with include_duplicates: the canonical takes the slot.
+    hide_duplicates: bool = True
 
     @property
     def narrowed(self) -> bool:
@@ -45,6 +47,8 @@ class Eligibility:
         ]
         if self.hide_reflections:
             base.append("memory_type != 'reflection'")
+        if self.hide_duplicates:
+            base.append("duplicate_of = ''")
         return " AND ".join(base + self.predicates)
 
     def in_eligible(self) -> str:
@@ -62,11 +66,9 @@ def build(request, window: tuple[datetime, datetime] | None, user_id: str | None
     statuses = list(ACTIVE_ONLY)
     if request.include_superseded:
         statuses.append("superseded")
-    if request.include_duplicates:
-        statuses.append("duplicate")
     if request.include_proposed:
         statuses.append("proposed")
-    found = Eligibility(statuses)
+    found = Eligibility(statuses, hide_duplicates=not request.include_duplicates)
 
     def add(predicate: str, **params):
         found.predicates.append(predicate)

@@ -1,13 +1,15 @@
 """The candidate pool a search fuses: row identities and what each leg said about them."""
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # What ranking reads of a row, carried on its vector row so the pool is ranked without `memories`.
 META = ("memory_type", "tags", "category", "entities", "source_class", "confidence", "sensitivity", "dated_at")
 
 
-@dataclass(frozen=True, order=True)
-class RowId:
+class RowId(NamedTuple):
+    """A row version's identity. A tuple, not a frozen dataclass: a write batch or a search makes thousands."""
+
     namespace: str
     memory_key: str
     agent: str
@@ -15,7 +17,7 @@ class RowId:
     version: int
 
     def as_tuple(self) -> tuple:
-        return (self.namespace, self.memory_key, self.agent, self.session_id, self.version)
+        return tuple(self)
 
 
 @dataclass

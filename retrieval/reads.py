@@ -15,7 +15,7 @@ from tenancy.access import Scope
 COLUMNS = """
     memory_key, agent, session_id, version, status, superseded_by, value, memory_type, tags,
     category, entities, triples, confidence, source_class, sensitivity, pinned, valid_at, user_id, run_id,
-    actor, embedding_model, chunk_count, created_at, updated_at
+    actor, embedding_model, chunk_count, created_at, updated_at, duplicate_of, conflict_verdict
 """
 
 _SCOPE = "org = {org:String} AND namespace = {namespace:String}"

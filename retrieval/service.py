@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
@@ -197,7 +198,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     degraded = []
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search"):
-            vector = embedder.embed(request.query).tolist()
+            vector = np.asarray(embedder.embed(request.query), dtype=np.float32)
     except customer.SWITCHED as exc:
         vector = None
         degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
@@ -207,7 +208,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
     cosine = vector is not None
     if not cosine:
-        vector, floor = [0.0] * embedder.dim, 0.0  # candidates still read their rank columns; no cosine to floor
+        vector, floor = np.zeros(embedder.dim, dtype=np.float32), 0.0  # candidates still read their rank columns; no cosine to floor
     cue = shape.date
     temporal_window = None
     if plan.mode == "temporal" and cue is not None:
@@ -449,7 +450,7 @@ def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[s
         degraded.append("hyde:failed")
         return False
     found = Pool()
-    run_legs(replace(ctx, vector=vector.tolist(), plan=replace(ctx.plan, legs={"vector"})), found, degraded, {})
+    run_legs(replace(ctx, vector=np.asarray(vector, dtype=np.float32), plan=replace(ctx.plan, legs={"vector"})), found, degraded, {})
     for rid, candidate in found.items():
         pool.add(rid, {"hyde_similarity": candidate.fact_similarity}, None, candidate.meta)
     return True

@@ -23,7 +23,6 @@ moves forward, so a live row's copy is never stale once its notice is applied.
 
 import logging
 import threading
-from dataclasses import asdict
 
 import numpy as np
 from django.conf import settings
@@ -52,7 +51,10 @@ class Vectors:
         self.meta: list[dict] = []
         self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
         self.values = self.keys = None  # (capacity, dim) float32, made on the first add
-        self.visible = np.zeros(0, dtype=bool)  # live and not a reflection
+        self.visible = np.zeros(0, dtype=bool)  # live, not a reflection, not a duplicate
+        # Each row's write scope (agent, user, session, run), coded: the write gates compare within one.
+        self.scope_ids: dict[tuple, int] = {}
+        self.scope_codes = np.zeros(0, dtype=np.int32)
         # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
         self.chunked = False
 
@@ -65,22 +67,23 @@ class Vectors:
     def _add(self, rows: list[dict], shown: dict) -> None:
         fresh = []
         for row in rows:
-            at = self.position.get(row_id(row))
+            at = self.position.get(rid := row_id(row))
             if at is None:
-                fresh.append(row)
+                fresh.append((rid, row))
             else:
                 self.meta[at] = {name: row[name] for name in META}
                 self.shown[at] = shown.get(_identity(row))
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)
-        self._reserve(end, len(fresh[0]["value_vector"]))
-        self.values[start:end] = np.asarray([row["value_vector"] for row in fresh], dtype=np.float32)
-        self.keys[start:end] = np.asarray([row["key_vector"] for row in fresh], dtype=np.float32)
-        self.visible[start:end] = [row["memory_type"] != "reflection" for row in fresh]
-        for offset, row in enumerate(fresh):
-            rid = row_id(row)
-            self.position[rid] = start + offset
+        self._reserve(end, len(fresh[0][1]["value_vector"]))
+        self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
+        self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
+        self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
+        codes = self.scope_ids
+        self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
+        for at, (rid, row) in enumerate(fresh, start):
+            self.position[rid] = at
             self.ids.append(rid)
             self.meta.append({name: row[name] for name in META})
             self.shown.append(shown.get(_identity(row)))
@@ -90,8 +93,8 @@ class Vectors:
         if size <= capacity:
             return
         capacity = max(size, 2 * capacity, 1024)
-        for name, fill in (("values", 0.0), ("keys", 0.0)):
-            grown = np.full((capacity, dim), fill, dtype=np.float32)
+        for name in ("values", "keys"):
+            grown = np.empty((capacity, dim), dtype=np.float32)  # rows past len(self.ids) are never read
             old = getattr(self, name)
             if old is not None:
                 grown[: len(self.ids)] = old[: len(self.ids)]
@@ -99,6 +102,9 @@ class Vectors:
         visible = np.zeros(capacity, dtype=bool)
         visible[: len(self.ids)] = self.visible[: len(self.ids)]
         self.visible = visible
+        codes = np.zeros(capacity, dtype=np.int32)
+        codes[: len(self.ids)] = self.scope_codes[: len(self.ids)]
+        self.scope_codes = codes
 
     def retire(self, ids: list[RowId]) -> None:
         with self.lock:
@@ -140,9 +146,38 @@ class Vectors:
                 value, valid_at, created_at = self.shown[at]
                 meta = self.meta[at]
                 found[rid] = {
-                    **asdict(rid), "status": "active", "superseded_by": 0, "value": value, "valid_at": valid_at,
+                    **rid._asdict(), "status": "active", "superseded_by": 0, "value": value, "valid_at": valid_at,
                     "created_at": created_at, **{name: meta[name] for name in SHOWN_META},
                 }  # fmt: skip
+        return found
+
+    def nearest(self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> list[tuple[str, float] | None]:
+        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine)."""
+        found: list[tuple[str, float] | None] = [None] * len(keys)
+        with self.lock:
+            size = len(self.ids)
+            groups: dict[tuple, list[int]] = {}
+            for index, scope in enumerate(scopes):
+                groups.setdefault(scope, []).append(index)
+            for scope, members in groups.items():
+                code = self.scope_ids.get(scope)
+                if code is None:
+                    continue
+                rows = np.flatnonzero(self.visible[:size] & (self.scope_codes[:size] == code))
+                if len(rows) == 0:
+                    continue
+                take = min(4, len(rows))  # the best row of another key is among the top few
+                matrix = self.values[:size] if len(rows) == size else self.values[rows]  # one scope: no copy
+                sims = vectors[members] @ matrix.T
+                for line, (index, best) in enumerate(zip(members, sims.argmax(axis=1))):
+                    order = [best]
+                    if self.ids[rows[best]].memory_key == keys[index]:  # its own older version: look further
+                        top = np.argpartition(-sims[line], take - 1)[:take]
+                        order = top[np.argsort(-sims[line, top])]
+                    for at in order:
+                        if self.ids[rows[at]].memory_key != keys[index]:
+                            found[index] = (self.ids[rows[at]].memory_key, float(sims[line, at]))
+                            break
         return found
 
 
@@ -161,6 +196,15 @@ def shown_of(memory_rows: list[dict]) -> dict[tuple, tuple]:
         _identity(m): (m["value"], native.as_stored(m["valid_at"]), native.as_stored(m["created_at"]))
         for m in memory_rows
     }
+
+
+# The write gates compare a row with rows of its write scope only: a duplicate's canonical must be visible wherever
+# the duplicate is (the same writer, user, session and run), and be the same kind of memory.
+SCOPE = ("agent", "user_id", "session_id", "run_id", "memory_type")
+
+
+def scope_of(row: dict) -> tuple:
+    return tuple(row[name] for name in SCOPE)
 
 
 def _name(row_id: RowId) -> tuple:
@@ -244,7 +288,8 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
     )
     if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
         return None
-    columns = ("namespace", "memory_key", "agent", "session_id", "version", "value_vector", "key_vector") + META
+    columns = ("namespace", "memory_key", "agent", "session_id", "version", "value_vector", "key_vector",
+               "duplicate_of", "user_id", "run_id") + META  # fmt: skip
     types = clickhouse.column_types("memory_embeddings")
     rows = clickhouse.query_decoded(
         f"""

@@ -6,6 +6,7 @@ embeddings), then written table by table with `memories` last, so a row that
 identity's writes are serialised within the process by a striped lock.
 """
 
+import json
 import logging
 import threading
 import time
@@ -13,9 +14,11 @@ import zlib
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
+import numpy as np
 from django.conf import settings
 
-from retrieval import chunking, clickhouse, sensitivity, text, vector_mirror
+from retrieval import chunking, clickhouse, sensitivity, text, thresholds, vector_mirror
+from retrieval.eligibility import Eligibility
 from retrieval.errors import Rejected
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
@@ -69,6 +72,11 @@ class WriteResult:
     embedding_model: str
     chunks: int
     embedding_pending: bool = False  # stored with a stub: the org's model calls are off (embed_pending fills it)
+    duplicate_of: str | None = None  # the write gate's verdict: this value duplicates that live row
+    conflict_verdict: dict | None = None  # ...or conflicts with it
+    # "judged"; "skipped": too many pairs to scan, or the scan failed; "off": LOOM_WRITE_GATES; "exempt": nothing to
+    # judge (a conversation turn, a value never embedded or stored with a stub, an unchanged value)
+    write_gates: str = "exempt"
 
 
 # --- versions and locks -----------------------------------------------------
@@ -133,6 +141,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         if not _embed(plans):
             for plan in plans:
                 plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
+        _judge(scope, plans)
         _store(scope, plans)
     return [plan.result for plan in plans]
 
@@ -175,6 +184,8 @@ def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
         actor=scope.subject,
         embedding_model=model,
         chunk_count=len(chunks),
+        duplicate_of="",  # the write gates' verdicts (_judge)
+        conflict_verdict="",
         created_at=previous["created_at"] if previous else now,
         updated_at=now,
     )
@@ -229,24 +240,139 @@ def _embed(plans: list[_Plan]) -> bool:
     return True
 
 
+def _judge(scope: Scope, plans: list[_Plan]) -> None:
+    """The write gates: a value whose cosine to a live row of another key (in its write scope) passes the duplicate
+    gate is stored as a duplicate of it (hidden from search unless include_duplicates); past the conflict gate, it
+    carries a conflict verdict. Deterministic, no model call."""
+    # A conversation turn records what was said: an answer that echoes its question is no duplicate of it.
+    todo = [plan for plan in plans if plan.row and plan.head_vector is not None and plan.row["memory_type"] != "turn"]
+    if not settings.LOOM_WRITE_GATES:
+        for plan in todo:
+            plan.result.write_gates = "off"
+        return
+    if not todo:
+        return
+    model = todo[0].row["embedding_model"]
+    vectors = np.asarray([plan.head_vector for plan in todo], dtype=np.float32)
+    keys = [plan.row["memory_key"] for plan in todo]
+    scopes = [vector_mirror.scope_of(plan.row) for plan in todo]
+    nearest = _nearest_stored(scope, model, vectors, keys, scopes)
+    if nearest is None:  # said, not hidden
+        for plan in todo:
+            plan.result.write_gates = "skipped"
+        return
+    gates = thresholds.resolve(scope.org, scope.namespace, model)
+    for plan in todo:
+        plan.result.write_gates = "judged"
+    # The batch's own earlier rows count too: of two copies written together, the first is the canonical.
+    sims = _earlier_in_batch(vectors, keys, scopes)
+    best = sims.argmax(axis=1).tolist()
+    canonical = np.ones(len(todo), dtype=bool)  # a duplicate is never a canonical
+    for i, (plan, hit) in enumerate(zip(todo, nearest)):
+        j = best[i]
+        if not canonical[j]:  # rare: look again among the canonical rows
+            j = int(np.where(canonical, sims[i], -np.inf).argmax())
+        if canonical[j] and sims[i, j] > -np.inf and (hit is None or sims[i, j] > hit[1]):
+            hit = (keys[j], float(sims[i, j]))
+        if hit is None:
+            continue
+        key, similarity = hit
+        if similarity >= gates.duplicate:
+            plan.row["duplicate_of"] = plan.result.duplicate_of = key
+            canonical[i] = False
+        elif similarity >= gates.conflict:
+            verdict = {"memory_key": key, "similarity": round(similarity, 4), "threshold": gates.conflict,
+                       "tier": gates.tier}  # fmt: skip
+            plan.row["conflict_verdict"] = json.dumps(verdict)
+            plan.result.conflict_verdict = verdict
+
+
+def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> np.ndarray:
+    """Cosines of each row to the batch's earlier rows of another key in its write scope; -inf for every other."""
+    codes = {scope: at for at, scope in enumerate(dict.fromkeys(scopes))}
+    scope_codes = np.asarray([codes[scope] for scope in scopes])
+    key_codes = np.unique(keys, return_inverse=True)[1]
+    allowed = np.tri(len(keys), k=-1, dtype=bool)
+    allowed &= (scope_codes[:, None] == scope_codes) & (key_codes[:, None] != key_codes)
+    return np.where(allowed, vectors @ vectors.T, -np.inf)
+
+
+def _nearest_stored(scope: Scope, model: str, vectors: np.ndarray, keys: list[str],
+                    scopes: list[tuple]) -> list[tuple[str, float] | None] | None:  # fmt: skip
+    """Each vector's nearest stored row: from the vector mirror when it is loaded, else a ClickHouse scan; None when
+    the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
+    mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
+    if mirror is not None:
+        return mirror.nearest(vectors, keys, scopes)
+    try:
+        stored = _live_rows(scope)
+        if stored == 0:
+            return [None] * len(keys)
+        if len(keys) * stored > settings.LOOM_WRITE_GATES_MAX_PAIRS:
+            log.warning("write gates skipped for %d rows of %s/%s: over LOOM_WRITE_GATES_MAX_PAIRS",
+                        len(keys), scope.org, scope.namespace)  # fmt: skip
+            return None
+        return _nearest_in_clickhouse(scope, model, vectors, keys, scopes)
+    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+        log.warning("write gates skipped for %d rows of %s/%s: %s", len(keys), scope.org, scope.namespace, exc)
+        return None
+
+
+def _live_rows(scope: Scope) -> int:
+    """The namespace's live row count, from the BM25 corpus statistics (summed live)."""
+    return clickhouse.query_value(
+        "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
+        "AND field = 'value'",
+        {"org": scope.org, "namespace": scope.namespace},
+    ) or 0
+
+
+def _nearest_in_clickhouse(scope: Scope, model: str, vectors: np.ndarray, keys: list[str],
+                           scopes: list[tuple]) -> list[tuple[str, float] | None]:  # fmt: skip
+    """For each vector, the most similar live row of another key in its write scope: one scan of the namespace's
+    vectors, joined to the batch by scope (so only pairs within a scope are scored)."""
+    live = Eligibility(["active"])
+    batch_scope = ", ".join(f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in vector_mirror.SCOPE)
+    same_scope = " AND ".join(f"{name} = b_{name}" for name in vector_mirror.SCOPE)
+    rows = clickhouse.query(
+        f"""
+        SELECT i, argMax(memory_key, sim) AS key, max(sim) AS best FROM (
+            SELECT i, memory_key, dotProduct(value_vector, q) AS sim
+            FROM memory_embeddings
+            INNER JOIN (
+                SELECT i, arraySlice({{vectors:Array(Float32)}}, (i - 1) * {{dim:UInt32}} + 1, {{dim:UInt32}}) AS q,
+                       arrayElement({{keys:Array(String)}}, i) AS b_key, {batch_scope}
+                FROM (SELECT arrayJoin(range(1, {{n:UInt32}} + 1)) AS i)
+            ) AS batch ON {same_scope}
+            WHERE {live.where()} AND memory_key != b_key
+        )
+        GROUP BY i
+        """,
+        {"org": scope.org, "namespaces": [scope.namespace], "model": model, "statuses": live.statuses,
+         "n": len(keys), "dim": vectors.shape[1], "vectors": vectors.ravel(), "keys": keys,
+         **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)}},
+    )  # fmt: skip
+    found = {row["i"]: (row["key"], row["best"]) for row in rows}
+    return [found.get(i + 1) for i in range(len(keys))]
+
+
 def _store(scope: Scope, plans: list[_Plan]) -> None:
     changed = [plan for plan in plans if plan.row]
     if not changed:
         return
     now = changed[0].row["updated_at"]
     revision = next_version()
-    embeddings, chunks, terms, graph = [], [], [], _Graph()
+    chunks, terms, graph = [], [], _Graph()
     for plan in changed:
         row = plan.row
         if row["embedding_model"]:
-            vectors, chunk_rows = _vector_rows(plan, row["revision"], now)
-            embeddings.append(vectors)
-            chunks += chunk_rows
+            chunks += _chunk_rows(plan, row["revision"], now)
             terms += _term_input(row, ACTIVE, +1, row["revision"])
             graph.add(row, now)
         if plan.previous:
             terms += _term_input(plan.previous, SUPERSEDED, -1, revision)
     retired = [plan.previous for plan in changed if plan.previous]
+    embeddings = [_embedding_row(plan, plan.row["revision"], now) for plan in changed if plan.row["embedding_model"]]
     clickhouse.insert("memory_embeddings", embeddings)
     clickhouse.insert("memory_chunks", chunks)
     clickhouse.insert("term_input", terms)
@@ -266,13 +392,12 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
 _IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
 
 
-def _vector_rows(plan: _Plan, revision: int, now: datetime) -> tuple[dict, list[dict]]:
-    """The row's memory_embeddings row (a stub, embedding_dim 0, when it has no vectors yet) and its chunks."""
+def _embedding_row(plan: _Plan, revision: int, now: datetime) -> dict:
+    """The row's memory_embeddings row: a stub (embedding_dim 0) when it has no vectors yet."""
     row = plan.row
-    ident = {k: row[k] for k in _IDENTITY}
     stub = plan.head_vector is None
-    vectors = {
-        **ident,
+    return {
+        **{k: row[k] for k in _IDENTITY},
         "embedding_model": row["embedding_model"],
         "revision": revision,
         "status": ACTIVE,
@@ -281,18 +406,23 @@ def _vector_rows(plan: _Plan, revision: int, now: datetime) -> tuple[dict, list[
         "confidence": row["confidence"],
         "sensitivity": row["sensitivity"],
         "dated_at": row["valid_at"] or row["created_at"],
+        "duplicate_of": row["duplicate_of"],
         "embedding_dim": 0 if stub else len(plan.head_vector),
         "value_vector": [] if stub else plan.head_vector,
         "key_vector": [] if stub else plan.key_vector,
         "created_at": now,
     }
-    chunk_rows = [
+
+
+def _chunk_rows(plan: _Plan, revision: int, now: datetime) -> list[dict]:
+    row = plan.row
+    ident = {k: row[k] for k in _IDENTITY}
+    return [
         {**ident, "embedding_model": row["embedding_model"], "chunk_index": index, "revision": revision,
          "status": ACTIVE, "start_char": start, "text": passage, "embedding_dim": len(vector), "vector": vector,
          "created_at": now}
         for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors))
     ]  # fmt: skip
-    return vectors, chunk_rows
 
 
 def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
@@ -312,11 +442,8 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         if not rows or not _embed(plans):
             return 0
         now, revision = datetime.now(UTC), next_version()
-        embeddings, chunks = [], []
-        for plan in plans:
-            vectors, chunk_rows = _vector_rows(plan, revision, now)
-            embeddings.append(vectors)
-            chunks += chunk_rows
+        embeddings = [_embedding_row(plan, revision, now) for plan in plans]
+        chunks = [chunk for plan in plans for chunk in _chunk_rows(plan, revision, now)]
         clickhouse.insert("memory_chunks", chunks)
         clickhouse.insert("memory_embeddings", embeddings)
         vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)
@@ -336,7 +463,7 @@ def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
     for name, counts in (("value", text.value_terms(row["value"])), ("key", text.key_terms(row["memory_key"]))):
         out.append(
             {**ident, "field": name, "revision": revision, "status": status, "sign": sign,
-             "terms": list(counts), "tfs": [min(tf, 65535) for tf in counts.values()],
+             "terms": " ".join(counts), "tfs": list(counts.values()),
              "doc_len": sum(counts.values())}
         )  # fmt: skip
     return out

@@ -115,8 +115,10 @@ def agent(alice, call):
 
 
 @pytest.fixture
-def ranker(agent):
-    """An agent whose namespace has no similarity floor, so the ranking alone orders the window."""
+def ranker(agent, settings):
+    """An agent whose namespace has no similarity floor, so the ranking alone orders the window, and whose writes
+    skip the write gates, so near-identical rows stay apart for the rank terms to order."""
+    settings.LOOM_WRITE_GATES = False
     reply = agent.call(
         "namespace.register", {"namespace": agent.namespace, "retrieval_defaults": {"min_similarity": 0}}, agent.token
     )

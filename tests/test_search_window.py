@@ -156,7 +156,8 @@ def test_all_mine_searches_the_callers_other_namespaces_up_to_the_cap(backend, a
     assert this.json["namespaces_searched"] == ["home"]
 
 
-def test_namespace_defaults_shape_the_window(backend, agent, call):
+def test_namespace_defaults_shape_the_window(backend, agent, call, settings):
+    settings.LOOM_WRITE_GATES = False  # five copies of one value, all served
     agent.set(*[{"memory_key": f"k{i}", "value": SAME} for i in range(5)])
     call("namespace.register", {"namespace": "default", "retrieval_defaults": {"top_k": 2, "bodies": "full"}}, agent.token)
     hits = agent.search("quarterly report").json["hits"]

@@ -6,9 +6,10 @@ fails open: the search goes on without it and names it in `degraded`.
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+
+import numpy as np
 
 from retrieval import clickhouse
 from retrieval.eligibility import Eligibility
@@ -29,7 +30,7 @@ class Context:
     org: str
     namespaces: list[str]
     model: str
-    vector: list[float]
+    vector: np.ndarray  # float32: bound as bytes, not float by float (clickhouse._bind_vectors)
     shape: QueryShape
     plan: Plan
     request: SearchRequest
@@ -78,10 +79,6 @@ def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
     ]
 
 
-# The legs are independent statements: run them side by side, then merge in a fixed order.
-_workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="loom-leg")
-
-
 def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
     from retrieval.legs import bm25, chunks, entity, graph, lexical, related, temporal, vector
 
@@ -89,7 +86,8 @@ def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float
         "vector": vector.run, "chunks": chunks.run, "lexical": lexical.run, "bm25": bm25.run,
         "entity": entity.run, "graph": graph.run, "temporal": temporal.run, "related": related.run,
     }  # fmt: skip
-    running = {name: _workers.submit(_timed, leg, ctx) for name, leg in legs.items() if name in ctx.plan.legs}
+    # The legs are independent statements: run them side by side, then merge in a fixed order.
+    running = {name: clickhouse.on_the_side(_timed, leg, ctx) for name, leg in legs.items() if name in ctx.plan.legs}
     for name, future in running.items():
         hits, elapsed_ms, error = future.result()
         stage_ms[f"leg_{name}"] = elapsed_ms

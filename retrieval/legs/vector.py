@@ -52,13 +52,13 @@ def run(ctx: Context):
 def _from_mirror(ctx: Context) -> list[Hit] | None:
     """The same answer from the in-process mirror, when it holds exactly the rows this search may read."""
     found = ctx.eligible
-    if not vector_mirror.enabled() or found.narrowed or found.statuses != ["active"] or not found.hide_reflections:
+    if (not vector_mirror.enabled() or found.narrowed or found.statuses != ["active"] or not found.hide_reflections
+            or not found.hide_duplicates):  # fmt: skip
         return None
     mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model) for namespace in ctx.namespaces]
     if any(mirror is None for mirror in mirrors):
         return None
-    query = np.asarray(ctx.vector, dtype=np.float32)
-    best = [hit for mirror in mirrors for hit in mirror.top(query, ctx.key_axis, ctx.plan.pool_size)]
+    best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
     best.sort(key=lambda hit: (-max(hit[1], hit[2]), hit[0].memory_key, hit[0].namespace, hit[0].agent,
                                hit[0].session_id, hit[0].version))  # fmt: skip
     return [

@@ -1,0 +1,115 @@
+"""The write gates: a value this close to a live row of another key duplicates it, or conflicts with it."""
+
+import pytest
+
+from tests.test_vector_mirror import wait_for_mirror
+
+DARK = "The user prefers a dark theme in the editor"
+LIGHT = "The user prefers a light theme in the editor"
+
+
+def stored(agent, *items, **common):
+    return agent.set(*items, **common).json["items"]
+
+
+@pytest.fixture(params=["scan", "mirror"])
+def path(request, backend, agent):
+    """Judged by a ClickHouse scan, or (embedded engine) by the loaded vector mirror."""
+    if request.param == "mirror":
+        if backend != "embedded":
+            pytest.skip("the mirror serves the embedded engine only")
+        agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
+        wait_for_mirror(agent)
+    return request.param
+
+
+def test_a_duplicate_is_stored_and_hidden_unless_asked_for(path, agent):
+    stored(agent, {"memory_key": "a", "value": DARK})
+    result = stored(agent, {"memory_key": "b", "value": DARK})[0]
+    assert result["duplicate_of"] == "a" and result["conflict_verdict"] is None
+    assert "b" not in agent.hits("which theme does the user prefer", min_similarity=0)
+    assert {"a", "b"} <= set(agent.hits("which theme does the user prefer", min_similarity=0, include_duplicates=True))
+    got = agent.call("memory.get", {"memory_key": "b"}, agent.token).json
+    assert (got["duplicate_of"], got["value"]) == ("a", DARK)
+
+
+def test_a_close_value_carries_a_conflict_verdict(path, agent, settings):
+    settings.LOOM_CONFLICT_THRESHOLD, settings.LOOM_DUPLICATE_THRESHOLD = 0.5, 0.99
+    stored(agent, {"memory_key": "a", "value": DARK})
+    verdict = stored(agent, {"memory_key": "b", "value": LIGHT})[0]["conflict_verdict"]
+    assert verdict["memory_key"] == "a" and 0.5 <= verdict["similarity"] < 0.99
+    assert (verdict["threshold"], verdict["tier"]) == (0.5, "scalar")
+    assert agent.call("memory.get", {"memory_key": "b"}, agent.token).json["conflict_verdict"] == verdict
+    assert "b" in agent.hits("light theme editor", min_similarity=0)  # a conflict is not hidden
+
+
+def test_rows_of_another_writer_user_or_session_are_never_the_canonical(path, agent):
+    stored(agent, {"memory_key": "a", "value": DARK, "user_id": "u1"})
+    assert stored(agent, {"memory_key": "b", "value": DARK, "user_id": "u2"})[0]["duplicate_of"] is None
+    assert stored(agent, {"memory_key": "c", "value": DARK, "user_id": "u1", "session_id": "s9"})[0][
+        "duplicate_of"] is None  # fmt: skip
+    assert agent.hits("dark theme", user_id="u2", read_scope="own_user", min_similarity=0) == ["b"]
+
+
+def test_a_key_is_not_judged_against_its_own_rows_nor_unrelated_ones(path, agent):
+    stored(agent, {"memory_key": "a", "value": DARK})
+    again = stored(agent, {"memory_key": "a", "value": DARK + "."})[0]
+    assert again["outcome"] == "updated" and again["duplicate_of"] is None
+    other = stored(agent, {"memory_key": "z", "value": "Backups run nightly at two"})[0]
+    assert (other["duplicate_of"], other["conflict_verdict"]) == (None, None)
+
+
+def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, agent, settings):
+    settings.LOOM_VECTOR_MIRROR = False  # the scan path, whichever engine
+    settings.LOOM_WRITE_GATES_MAX_PAIRS = 3
+    stored(agent, {"memory_key": "a", "value": DARK}, {"memory_key": "x", "value": "x"})
+    result = stored(agent, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": LIGHT})
+    assert [(r["write_gates"], r["duplicate_of"]) for r in result] == [("skipped", None), ("skipped", None)]
+
+
+def test_of_two_copies_in_one_batch_the_first_is_the_canonical(path, agent):
+    first, second, third = stored(
+        agent, {"memory_key": "a", "value": DARK}, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": DARK}
+    )
+    assert (first["duplicate_of"], second["duplicate_of"], third["duplicate_of"]) == (None, "a", "a")
+    assert "a" in agent.hits("dark theme", min_similarity=0)
+
+
+def test_a_copy_of_a_duplicate_names_the_visible_canonical(path, agent):
+    stored(agent, {"memory_key": "a", "value": DARK})
+    results = stored(agent, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": DARK})
+    assert [r["duplicate_of"] for r in results] == ["a", "a"]
+
+
+def test_the_gates_can_be_switched_off(backend, agent, settings):
+    settings.LOOM_WRITE_GATES = False
+    stored(agent, {"memory_key": "a", "value": DARK})
+    assert [(r["write_gates"], r["duplicate_of"]) for r in stored(agent, {"memory_key": "b", "value": DARK})] == [
+        ("off", None)
+    ]
+    assert {"a", "b"} <= set(agent.hits("dark theme", min_similarity=0))
+
+
+def test_a_failed_scan_stores_the_write_unjudged(backend, agent, settings, monkeypatch):
+    from retrieval import clickhouse, write
+
+    settings.LOOM_VECTOR_MIRROR = False
+    stored(agent, {"memory_key": "a", "value": DARK})
+
+    def refused(*args):
+        raise clickhouse.ClickHouseError("simulated refusal")
+
+    monkeypatch.setattr(write, "_nearest_in_clickhouse", refused)
+    result = stored(agent, {"memory_key": "b", "value": DARK})[0]
+    assert (result["write_gates"], result["duplicate_of"]) == ("skipped", None)
+    assert agent.call("memory.get", {"memory_key": "b"}, agent.token).json["value"] == DARK
+
+
+def test_conversation_turns_and_unembedded_values_are_exempt(backend, agent):
+    stored(agent, {"memory_key": "q", "value": DARK, "memory_type": "turn"})
+    turn = stored(agent, {"memory_key": "a", "value": DARK, "memory_type": "turn"})[0]
+    assert (turn["write_gates"], turn["duplicate_of"]) == ("exempt", None)
+    fact = stored(agent, {"memory_key": "f", "value": DARK})[0]  # a fact is judged against facts, not turns
+    assert (fact["write_gates"], fact["duplicate_of"]) == ("judged", None)
+    secret = stored(agent, {"memory_key": "s", "value": DARK, "sensitivity": "high"})[0]
+    assert (secret["write_gates"], secret["duplicate_of"]) == ("exempt", None)
