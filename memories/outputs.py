@@ -28,7 +28,6 @@ class MemoryOut(serializers.Serializer):
     embedding_model = serializers.CharField(help_text="Empty when the value is never embedded (high sensitivity).")
     chunk_count = serializers.IntegerField()
     duplicate_of = serializers.SerializerMethodField(help_text="The live row this value duplicates.")
-    conflict_verdict = serializers.SerializerMethodField(help_text="The live row this value conflicts with.")
     actor = serializers.CharField(help_text="The token that wrote this version.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -42,9 +41,6 @@ class MemoryOut(serializers.Serializer):
     def get_duplicate_of(self, row) -> str | None:
         return row.get("duplicate_of") or None
 
-    def get_conflict_verdict(self, row) -> dict | None:
-        return json.loads(row["conflict_verdict"]) if row.get("conflict_verdict") else None
-
     def to_representation(self, instance):
         data = super().to_representation(instance)
         data["confidence"] = round(data["confidence"], 6)  # stored as Float32
@@ -54,6 +50,13 @@ class MemoryOut(serializers.Serializer):
 class MemoryGetOut(MemoryOut):
     row_count = serializers.IntegerField(help_text="Active rows of this key (one per writer and session).")
     history = MemoryOut(many=True, required=False, help_text="Every version, newest first (history=true).")
+    # memory.get alone carries the write gates' conflict verdict (memory.bulk_get leaves it out).
+    conflict_verdict = serializers.SerializerMethodField(
+        help_text="The live row this value conflicts with: memory_key, similarity, threshold, tier."
+    )
+
+    def get_conflict_verdict(self, row) -> dict | None:
+        return json.loads(row["conflict_verdict"]) if row.get("conflict_verdict") else None
 
 
 class MemoryBulkGetOut(serializers.Serializer):

@@ -40,6 +40,8 @@ def test_a_close_value_carries_a_conflict_verdict(path, agent, settings):
     assert verdict["memory_key"] == "a" and 0.5 <= verdict["similarity"] < 0.99
     assert (verdict["threshold"], verdict["tier"]) == (0.5, "scalar")
     assert agent.call("memory.get", {"memory_key": "b"}, agent.token).json["conflict_verdict"] == verdict
+    bulk = agent.call("memory.bulk_get", {"memory_keys": ["b"]}, agent.token).json["memories"][0]
+    assert "conflict_verdict" not in bulk and bulk["value"] == LIGHT  # as the spec has it: memory.get's alone
     assert "b" in agent.hits("light theme editor", min_similarity=0)  # a conflict is not hidden
 
 
