@@ -183,6 +183,20 @@ def openai_llm(model_server, settings):
     llm.get_llm.cache_clear()
 
 
+@pytest.fixture
+def anthropic_llm(model_server, settings):
+    """The process's LLM is claude-test through the real anthropic SDK, against `model_server`."""
+    from retrieval.providers import llm
+
+    settings.LOOM_LLM_MODEL = "claude-test"
+    settings.ANTHROPIC_API_KEY = "sk-ant-test-key"
+    settings.ANTHROPIC_BASE_URL = model_server.url.removesuffix("/v1")  # the SDK adds /v1/messages
+    settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
+    llm.get_llm.cache_clear()
+    yield llm.get_llm
+    llm.get_llm.cache_clear()
+
+
 @pytest.fixture(autouse=True)
 def _no_provider_failures_from_earlier_tests():
     """Health reports a provider's last failure; each test starts with none."""

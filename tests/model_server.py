@@ -1,4 +1,5 @@
-"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat APIs, records every request.
+"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat, Anthropic's messages and
+Gemini's embeddings APIs, and records every request.
 
 Answers are scripted per test (`server.script(...)`: a status, a delay, a
 malformed vector); unscripted requests get real vectors of the asked width
@@ -24,6 +25,7 @@ class Answer:
     content: str | None = None  # a chat answer's text (else the model echoes the prompt)
     code: str | None = None  # an error's code (a gateway's refusal)
     retry_after: str | None = None
+    message: str | None = None  # an error's message (a model's output limit, a field it refuses)
 
 
 @dataclass
@@ -51,10 +53,13 @@ class ModelServer:
                 if answer.delay_s:
                     threading.Event().wait(answer.delay_s)
                 if answer.status != 200:
-                    error = {"message": f"scripted {answer.status}", "code": answer.code, "param": answer.param}
+                    error = {"message": answer.message or f"scripted {answer.status}", "code": answer.code,
+                             "param": answer.param}  # fmt: skip
                     return self._send(answer.status, {"error": error}, answer.retry_after)
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, chat_answer(body, answer.content))
+                if self.path.endswith("/messages"):
+                    return self._send(200, messages_answer(body, answer.content))
                 if self.path.endswith(":batchEmbedContents"):
                     return self._send(200, gemini_answer(body, answer))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -101,7 +106,7 @@ class ModelServer:
         return [seen for seen in self.requests if seen.path.endswith(("/embeddings", ":batchEmbedContents"))]
 
     def chat_requests(self) -> list[Seen]:
-        return [seen for seen in self.requests if seen.path.endswith("/chat/completions")]
+        return [seen for seen in self.requests if seen.path.endswith(("/chat/completions", "/messages"))]
 
     def stop(self) -> None:
         self._http.shutdown()
@@ -125,6 +130,17 @@ def chat_answer(body: dict, content: str | None = None) -> dict:
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()),
                   "total_tokens": len(user.split()) + len(text.split())},
+    }  # fmt: skip
+
+
+def messages_answer(body: dict, content: str | None = None) -> dict:
+    """Anthropic's Messages API: the scripted text, else what it was asked."""
+    user = body["messages"][-1]["content"]
+    text = content if content is not None else f"{body['model']} says: {user}"
+    return {
+        "id": "msg_test", "type": "message", "role": "assistant", "model": body["model"],
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": len(user.split()), "output_tokens": len(text.split())},
     }  # fmt: skip
 
 

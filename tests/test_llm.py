@@ -63,6 +63,15 @@ def test_a_field_the_model_refuses_is_learned_and_left_out(backend, openai_llm, 
     assert len(sent) == 3
 
 
+def test_the_output_limit_a_400_names_clamps_every_later_cap(backend, openai_llm, model_server, org):
+    model_server.script(Answer(400, param="max_completion_tokens", message="max_tokens is too large: 100000. This "
+                               "model supports at most 16384 completion tokens, whereas you provided 100000."))
+    with customer.for_org(org):
+        openai_llm().complete("s", "first", max_tokens=100000)
+        openai_llm().complete("s", "second", max_tokens=100000)
+    assert [seen.body["max_completion_tokens"] for seen in model_server.chat_requests()] == [100000, 16384, 16384]
+
+
 def test_answers_are_cached_per_org_and_never_past_the_switch(backend, openai_llm, model_server, alice, org):
     ask(openai_llm, alice.name)
     assert ask(openai_llm, alice.name).from_cache

@@ -181,12 +181,15 @@ def get_model_calls(org: str, history: int = 50) -> dict:
 # --- headers toward an inference gateway --------------------------------------------
 
 
-def gateway_http_client():
+def gateway_http_client(client_class=None):
     """The HTTP client every model sender uses: it names the call's customer, only toward gateway hosts,
-    and reads a gateway's refusal of that identity."""
-    import openai
+    and reads a gateway's refusal of that identity. `client_class`: the SDK's own (anthropic's is httpx2's, not
+    httpx's); by default the openai SDK's."""
+    if client_class is None:
+        import openai
 
-    return openai.DefaultHttpxClient(event_hooks={"request": [_attribute], "response": [_answered]})
+        client_class = openai.DefaultHttpxClient
+    return client_class(event_hooks={"request": [_attribute], "response": [_answered]})
 
 
 def _answered(response) -> None:

@@ -9,6 +9,7 @@ claude* -> anthropic, fake* -> fake); else from the key present; else the fake
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -19,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from retrieval import clickhouse, costs
 from retrieval.providers import customer, openai_client, remote
+from retrieval.providers.traits import Traits
 
 log = logging.getLogger(__name__)
 
@@ -58,25 +60,21 @@ class OpenAILLM:
     def __init__(self, model: str, api_key: str):
         self.model = model
         self._client = openai_client.client(api_key, settings.LOOM_LLM_REQUEST_TIMEOUT_S)
-        self._refused: set[str] = set()  # request fields this model answered 400 to: learned, left out
+        self.traits = Traits(model, cap_field="max_completion_tokens")
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
         def send():
             wanted = {"max_completion_tokens": max_tokens, "temperature": 0}
             if response_format:
                 wanted["response_format"] = response_format
-            fields = {name: value for name, value in wanted.items() if name not in self._refused}
+            fields = self.traits.shape(wanted)
             try:
                 answer = self._client.chat.completions.create(
                     model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                     **fields,
                 )  # fmt: skip
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
-                if (param := _refused_field(exc, fields)) is not None:
-                    log.info("%s does not take %s: leaving it out from now on", self.model, param)
-                    self._refused.add(param)
-                    raise remote.Transient(400, f"{self.model} refused {param}") from exc
-                raise openai_client.failure(self.provider, exc, RETRY_STATUSES)  # noqa: B904 (caused by exc)
+                raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             usage = answer.usage
             return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
                              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)  # fmt: skip
@@ -85,12 +83,73 @@ class OpenAILLM:
                                    settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
 
 
-def _refused_field(exc: openai.APIError, fields: dict) -> str | None:
-    """The request field a 400 names, when the call sent it and it may be left out (not the asked-for format)."""
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400 or not isinstance(exc.body, dict):
-        return None
-    param = exc.body.get("param")
-    return param if param in fields and param != "response_format" else None
+class AnthropicLLM:
+    """Claude through the official `anthropic` SDK (an optional extra: requirements-anthropic.txt).
+
+    It has no JSON mode: asked for JSON, it appends a directive to the system
+    prompt and strips a code fence from the answer. The system block is marked
+    cacheable. LOOM_LLM_ANTHROPIC_EFFORT sends a thinking effort.
+    """
+
+    provider = "anthropic"
+    JSON_DIRECTIVE = "\n\nAnswer with one JSON object and nothing else: no prose, no code fence."
+
+    def __init__(self, model: str, api_key: str):
+        try:
+            import anthropic
+        except ImportError:
+            raise ImproperlyConfigured(
+                f"LOOM_LLM_MODEL={model} needs the anthropic SDK: pip install -r requirements-anthropic.txt"
+            ) from None
+        self._errors = (anthropic.APIStatusError, anthropic.APIConnectionError)
+        self.model = model
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=settings.ANTHROPIC_BASE_URL or None, max_retries=0,
+            timeout=settings.LOOM_LLM_REQUEST_TIMEOUT_S, http_client=customer.gateway_http_client(anthropic.DefaultHttpxClient),
+        )  # fmt: skip
+        self.traits = Traits(model, cap_field="max_tokens")
+
+    def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
+        if response_format:
+            system += self.JSON_DIRECTIVE
+
+        def send():
+            wanted = {"max_tokens": max_tokens, "temperature": 0}
+            if settings.LOOM_LLM_ANTHROPIC_EFFORT:
+                wanted["output_config"] = {"effort": settings.LOOM_LLM_ANTHROPIC_EFFORT}
+            fields = self.traits.shape(wanted)
+            optional = {name: value for name, value in fields.items() if name != "max_tokens"}  # as the body has it:
+            try:  # the SDK's signature changes across releases; the API takes what a 400 has not refused
+                answer = self._client.messages.create(
+                    model=self.model, max_tokens=fields["max_tokens"], messages=[{"role": "user", "content": user}],
+                    system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                    extra_body=optional,
+                )  # fmt: skip
+            except self._errors as exc:
+                raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
+            text = "".join(block.text for block in answer.content if block.type == "text")
+            return LLMResult(_unfenced(text) if response_format else text, self.provider, answer.model or self.model,
+                             answer.usage.input_tokens, answer.usage.output_tokens)  # fmt: skip
+
+        return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
+                                   settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+
+
+def _learned(client, exc: Exception, sent: dict) -> Exception:
+    """A failed call as the retry policy reads it; a 400 that taught the client something is sent again at once."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else {}
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message") or getattr(exc, "message", "") or ""
+    if client.traits.learn(getattr(exc, "status_code", None), message, error.get("param"), sent):
+        return remote.Transient(400, f"{client.model}: request reshaped ({message})")
+    return remote.sdk_failure(client.provider, exc, RETRY_STATUSES)
+
+
+def _unfenced(text: str) -> str:
+    """The JSON inside a ```json fence, when the model wrapped it in one."""
+    match = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, re.DOTALL)
+    return match.group(1) if match else text.strip()
 
 
 class FallbackLLM:
@@ -165,17 +224,26 @@ def provider_for(model: str) -> str:
     raise ImproperlyConfigured(f"unknown LLM model {model!r} (LOOM_LLM_MODEL)")
 
 
+# Each real provider: its client, its key's setting, the model it serves when only its key is set.
+_PROVIDERS = {"openai": (OpenAILLM, "OPENAI_API_KEY", "gpt-6-luna"),
+              "anthropic": (AnthropicLLM, "ANTHROPIC_API_KEY", "claude-haiku-4-5")}  # fmt: skip
+
+
 def build(model: str) -> object:
-    provider = provider_for(model) if model else ("openai" if settings.OPENAI_API_KEY else "fake")
-    model = model or {"openai": "gpt-6-luna", "fake": "fake-echo-1"}.get(provider, "")
+    if model:
+        provider = provider_for(model)
+    else:  # from the key present, OpenAI's first
+        provider = settings.LOOM_LLM_PROVIDER or next(
+            (name for name, (_, key, _) in _PROVIDERS.items() if getattr(settings, key)), "fake"
+        )
+        model = _PROVIDERS[provider][2] if provider in _PROVIDERS else "fake-echo-1"
     if provider == "fake":
         return FakeLLM(model)
-    if provider == "openai":
-        if not settings.OPENAI_API_KEY:
-            log.warning("LOOM_LLM_MODEL=%s needs OPENAI_API_KEY; the fake LLM answers instead", model)
-            return FakeLLM(key_missing_for=model)
-        return OpenAILLM(model, settings.OPENAI_API_KEY)
-    raise ImproperlyConfigured(f"the {provider} LLM client is not in this build")
+    client, key, _ = _PROVIDERS[provider]
+    if not getattr(settings, key):
+        log.warning("LOOM_LLM_MODEL=%s needs %s; the fake LLM answers instead", model, key)
+        return FakeLLM(key_missing_for=model)
+    return client(model, getattr(settings, key))
 
 
 @cache

@@ -48,7 +48,7 @@ class OpenAIEmbedder:
                     **({"timeout": timeout} if timeout else {}),
                 )  # fmt: skip
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
-                raise openai_client.failure(self.provider, exc, remote.RETRY_STATUSES)  # noqa: B904 (caused by exc)
+                raise remote.sdk_failure(self.provider, exc, remote.RETRY_STATUSES)  # noqa: B904 (caused by exc)
             costs.add_embedding(self.model_name, answer.usage.prompt_tokens if answer.usage else 0)
             ordered = sorted(answer.data, key=lambda item: item.index)
             return remote.guard_output(self.provider, [item.embedding for item in ordered], len(texts), self.dim)

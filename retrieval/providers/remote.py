@@ -51,6 +51,22 @@ class Transient(Exception):
         self.status = status
 
 
+def sdk_failure(provider: str, exc: Exception, retry_statuses) -> Exception:
+    """What a failed call of a provider SDK (openai, anthropic: the same error shapes) is to the retry policy:
+    Transient, a ProviderError (each caused by `exc`), or the gateway's refusal itself. Raise it as it is."""
+    if isinstance(exc.__cause__, customer.ModelCallRefused):  # the gateway refused this identity (a response hook)
+        return exc.__cause__
+    status = getattr(exc, "status_code", None)  # None: a transport error or a timeout
+    if status is None:
+        found = Transient(None, type(exc).__name__)
+    elif status in retry_statuses:
+        found = Transient(status, f"HTTP {status}")
+    else:
+        found = ProviderError(provider, f"HTTP {status}: {getattr(exc, 'message', exc)}", status)
+    found.__cause__ = exc
+    return found
+
+
 # Each provider's last outcome, for /v1/health: a provider whose last call failed is `provider_failing:<name>`.
 _failing: dict[str, str] = {}
 
