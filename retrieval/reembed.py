@@ -37,24 +37,41 @@ def _scope_sql(org: str | None, namespace: str | None) -> str:
             "AND ({namespace:Nullable(String)} IS NULL OR namespace = {namespace:Nullable(String)})")  # fmt: skip
 
 
+# The rows a run works on: another model's, not yet re-embedded; with --key-only, the served model's own.
+_PENDING = """embedding_model != {model:String}
+    AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
+        SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+        WHERE embedding_model = {model:String} AND embedding_dim > 0)"""
+_SERVED = "embedding_model = {model:String} AND embedding_dim > 0"
+
+
 def pending_counts(org: str | None = None, namespace: str | None = None) -> list[dict]:
     """Rows per (org, namespace, old model) with no vector of the served model yet (--dry-run)."""
     return clickhouse.query(
         f"""
         SELECT org, namespace, embedding_model, count() AS rows FROM memory_embeddings FINAL
-        WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}
-          AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
-              SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
-              WHERE embedding_model = {{model:String}} AND embedding_dim > 0)
+        WHERE {_PENDING} {_scope_sql(org, namespace)}
         GROUP BY org, namespace, embedding_model ORDER BY org, namespace, embedding_model
         """,
         {"model": get_embedder().model_name, "org": org, "namespace": namespace},
     )
 
 
-def run(org: str | None = None, namespace: str | None = None, batch_size: int = 200,
-        resume: str | None = None) -> Iterator[Progress]:  # fmt: skip
-    """Re-embed batch after batch, yielding progress (and the token to resume after it)."""
+def key_only_count(org: str | None = None, namespace: str | None = None) -> int:
+    """Rows whose key vector --key-only would redo (--dry-run)."""
+    return clickhouse.query_value(
+        f"SELECT count() FROM memory_embeddings FINAL WHERE {_SERVED} {_scope_sql(org, namespace)}",
+        {"model": get_embedder().model_name, "org": org, "namespace": namespace},
+    )
+
+
+def run(org: str | None = None, namespace: str | None = None, batch_size: int = 200, resume: str | None = None,
+        key_only: bool = False) -> Iterator[Progress]:  # fmt: skip
+    """Re-embed batch after batch, yielding progress (and the token to resume after it).
+
+    `key_only`: redo only the key vectors of rows the served model embedded (after a change to how keys are
+    embedded); values and chunks keep theirs.
+    """
     served = get_embedder()
     after = tuple(json.loads(base64.urlsafe_b64decode(resume))) if resume else START
     done = skipped = 0
@@ -62,11 +79,8 @@ def run(org: str | None = None, namespace: str | None = None, batch_size: int = 
         rows = clickhouse.query(
             f"""
             SELECT * FROM memory_embeddings FINAL
-            WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}
+            WHERE {_SERVED if key_only else _PENDING} {_scope_sql(org, namespace)}
               AND (org, namespace, memory_key, agent, session_id, version) > {{after:{AFTER_TYPE}}}
-              AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
-                  SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
-                  WHERE embedding_model = {{model:String}} AND embedding_dim > 0)
             ORDER BY org, namespace, memory_key, agent, session_id, version
             LIMIT 1 BY org, namespace, memory_key, agent, session_id, version
             LIMIT {{batch:UInt32}}
@@ -81,7 +95,7 @@ def run(org: str | None = None, namespace: str | None = None, batch_size: int = 
             if row_org in off:
                 skipped += len(group)
                 continue
-            done += _reembed(served, row_org, row_namespace, group)
+            done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
         after = tuple(rows[-1][name] for name in IDENTITY)
         yield Progress(done, skipped, base64.urlsafe_b64encode(json.dumps(after).encode()).decode())
 
@@ -132,6 +146,17 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
     active = [row for row in fresh if row["status"] == "active"]
     live = [memories[tuple(row[name] for name in IDENTITY)] for row in active]
     vector_mirror.added(org, namespace, active, [c for c in chunks if c["status"] == "active"], live)
+    return len(fresh)
+
+
+def _rekey(served, org: str, namespace: str, rows: list[dict]) -> int:
+    """New key vectors for these rows of one namespace; a newer revision replaces each vector row."""
+    with customer.for_org(org, namespace, feature="reembed"):
+        keys = served.embed_many([row["memory_key"] for row in rows])
+    revision = write.next_version()
+    fresh = [{**row, "key_vector": key, "revision": revision} for row, key in zip(rows, keys)]
+    clickhouse.insert("memory_embeddings", fresh)
+    vector_mirror.added(org, namespace, [row for row in fresh if row["status"] == "active"], [], [])
     return len(fresh)
 
 

@@ -70,9 +70,10 @@ class Vectors:
             at = self.position.get(rid := row_id(row))
             if at is None:
                 fresh.append((rid, row))
-            else:
+            else:  # the same version again (its key re-embedded): same value, new vectors
                 self.meta[at] = {name: row[name] for name in META}
-                self.shown[at] = shown.get(_identity(row))
+                self.shown[at] = shown.get(_identity(row)) or self.shown[at]
+                self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)

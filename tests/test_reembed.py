@@ -74,3 +74,45 @@ def test_delete_old_is_refused_while_rows_lack_a_served_vector(backend, agent, s
     switch_model("fake-ngram-256")
     with pytest.raises(CommandError, match="run reembed first"):
         call_command("reembed", "--delete-old")
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, capsys, settings, mirror):
+    from tenancy.models import ApiToken
+    from tests.test_vector_mirror import wait_for_mirror
+
+    if mirror and backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    settings.LOOM_VECTOR_MIRROR = False  # the vectors as ClickHouse holds them
+    settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
+    org = ApiToken.verify(agent.token).org.name
+    agent.set({"memory_key": "user.preferredEditor", "value": "vim, with a dark theme"})
+
+    def similarity():  # the query matches the key, hardly the value
+        return agent.search("preferred editor", explain=True, min_similarity=0).json["hits"][0]["score_components"][
+            "similarity"]  # fmt: skip
+
+    by_key = similarity()
+    clickhouse.command(  # key vectors as an older way of embedding keys left them
+        "ALTER TABLE memory_embeddings UPDATE key_vector = arrayMap(x -> toFloat32(0), key_vector) "
+        "WHERE org = {org:String} SETTINGS mutations_sync = 1",
+        {"org": org},
+    )
+    if mirror:  # searches now read a mirror loaded with the old key vectors, which the run must replace
+        settings.LOOM_VECTOR_MIRROR = True
+        wait_for_mirror(agent)
+    assert similarity() < by_key - 0.3
+    call_command("reembed", "--key-only", "--dry-run", "--org", org)
+    assert "1 rows to re-embed with fake-ngram-384 (keys only)" in capsys.readouterr().out
+    value_before = clickhouse.query_rows("SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}",
+                                         {"org": org})  # fmt: skip
+    call_command("reembed", "--key-only", "--org", org)
+    assert "re-embedded 1 rows" in capsys.readouterr().out
+    assert similarity() == by_key
+    assert clickhouse.query_rows("SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}",
+                                 {"org": org}) == value_before  # fmt: skip
+
+
+def test_key_only_and_delete_old_are_refused_together(db):
+    with pytest.raises(CommandError, match="run them apart"):
+        call_command("reembed", "--key-only", "--delete-old")

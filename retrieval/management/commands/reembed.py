@@ -18,13 +18,17 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", help="only this namespace (with or without --org)")
         parser.add_argument("--batch-size", type=int, default=200, help="rows per batch (default 200)")
         parser.add_argument("--resume", metavar="TOKEN", help="continue after the batch a `resume:` line named")
+        parser.add_argument("--key-only", action="store_true",
+                            help="redo only the key vectors of rows the served model embedded (values keep theirs)")  # fmt: skip
         parser.add_argument("--delete-old", action="store_true",
                             help="drop vectors of other models (refused while a row still lacks a served one)")  # fmt: skip
 
     def handle(self, *args, dry_run=False, org=None, namespace=None, batch_size=200, resume=None, delete_old=False,
-               **options):  # fmt: skip
+               key_only=False, **options):  # fmt: skip
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
+        if key_only and delete_old:
+            raise CommandError("--key-only and --delete-old do different work: run them apart")
         model = get_embedder().model_name
         try:
             if delete_old:
@@ -34,15 +38,15 @@ class Command(BaseCommand):
                     raise CommandError(str(exc)) from exc
                 self.stdout.write(f"dropped {dropped} vector rows of models other than {model}")
                 return
-            counts = reembed.pending_counts(org, namespace)
-            total = sum(row["rows"] for row in counts)
+            counts = [] if key_only else reembed.pending_counts(org, namespace)
+            total = reembed.key_only_count(org, namespace) if key_only else sum(row["rows"] for row in counts)
             if dry_run:
                 for row in counts:
                     self.stdout.write(f"{row['org']}/{row['namespace']}: {row['rows']} rows of {row['embedding_model']}")
-                self.stdout.write(f"{total} rows to re-embed with {model}")
+                self.stdout.write(f"{total} rows to re-embed with {model}{' (keys only)' if key_only else ''}")
                 return
             progress = None
-            for progress in reembed.run(org, namespace, batch_size, resume):
+            for progress in reembed.run(org, namespace, batch_size, resume, key_only):
                 self._bar(progress.done, total)
                 self.stdout.write(f"resume: {progress.resume}")
             done = progress.done if progress else 0
