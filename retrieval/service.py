@@ -197,7 +197,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     clock.lap("plan")
     degraded = []
     try:
-        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search"):
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search", request.user_id):
             vector = np.asarray(embedder.embed(request.query), dtype=np.float32)
     except customer.SWITCHED as exc:
         vector = None

@@ -119,8 +119,9 @@ class _IdentityLocks:
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
     """Store a batch, all or nothing. Raises Rejected before storing anything."""
+    users = {item.user_id for item in items}  # a batch for one user names it to the gateway
     with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(
-        scope.org, scope.namespace, scope.subject, "memory.set"
+        scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
     ):
         current = _active_rows(scope, {item.memory_key for item in items})
         now = datetime.now(UTC)

@@ -11,8 +11,11 @@ refused (`SwitchUnread`) until a read succeeds.
 
 import json
 import logging
+import re
+import string
 import threading
 import time
+import urllib.parse
 from collections import defaultdict
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,6 +37,7 @@ class Attribution:
     namespace: str = ""
     subject: str = ""
     feature: str = ""
+    user_id: str = ""  # the request's, when it names one (a search's user_id)
 
 
 _customer: ContextVar[Attribution | None] = ContextVar("loom_customer", default=None)
@@ -86,9 +90,9 @@ SWITCHED = (ModelCallsOff, SwitchUnread)
 
 
 @contextmanager
-def for_org(org: str, namespace: str = "", subject: str = "", feature: str = ""):
-    """Model calls made inside are the org's (for this namespace and subject, made by this feature)."""
-    token = _customer.set(Attribution(org, namespace, subject, feature))
+def for_org(org: str, namespace: str = "", subject: str = "", feature: str = "", user_id: str = ""):
+    """Model calls made inside are the org's (for this namespace, subject and user, made by this feature)."""
+    token = _customer.set(Attribution(org, namespace, subject, feature, user_id))
     try:
         yield
     finally:
@@ -243,11 +247,39 @@ def gateway_headers() -> dict[str, str]:
     if settings.LOOM_INFERENCE_FEATURE_HEADER and attribution.feature:
         headers[settings.LOOM_INFERENCE_FEATURE_HEADER] = attribution.feature
     if not system:
-        values = defaultdict(str, org=org, namespace=attribution.namespace, subject=attribution.subject)
-        for name, template in json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}").items():
-            if rendered := template.format_map(values).strip():
-                headers[name] = rendered
+        headers |= _identity_headers(attribution, org)
     return headers
+
+
+# An agent's subject: sa:<trust>:<agent>.
+_AGENT_SUBJECT = re.compile(r"^sa:[^:]+:(?P<agent>.+)$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# The placeholders naming the agent: the headers using them go together or not at all.
+_WHOLE_AGENT = ("agent", "tenant")
+
+
+def _identity_headers(attribution: Attribution, org: str) -> dict[str, str]:
+    """LOOM_INFERENCE_IDENTITY_HEADERS_JSON rendered for this call. A header whose template renders empty is left
+    out; the headers naming {agent} or {tenant} go together or not at all (the gateway then applies its default
+    identity rather than refusing half of one). {tenant} names a trust's tenant: this build has no trusts, so it
+    renders empty."""
+    subject = attribution.subject
+    agent = match.group("agent") if (match := _AGENT_SUBJECT.match(subject)) else ""
+    values = defaultdict(str, org=org, namespace=attribution.namespace, subject=subject, agent=agent, tenant="",
+                         email=subject if _EMAIL.match(subject) else "",
+                         user_id=attribution.user_id if attribution.user_id not in ("", "-") else subject)  # fmt: skip
+    rendered, agent_whole = {}, True
+    for name, template in json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}").items():
+        names = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+        if names & set(_WHOLE_AGENT) and not all(values[field] for field in names):
+            agent_whole = False
+        rendered[name] = (_header_safe(template.format_map(values).strip()), bool(names & set(_WHOLE_AGENT)))
+    return {name: value for name, (value, whole) in rendered.items() if value and (agent_whole or not whole)}
+
+
+def _header_safe(value: str) -> str:
+    """Percent-encoded only where a header cannot carry it: a space, %, anything outside printable ASCII."""
+    return "".join(c if "!" <= c <= "~" and c != "%" else urllib.parse.quote(c, safe="") for c in value)
 
 
 def _header_names() -> set[str]:
