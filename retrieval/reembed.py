@@ -11,6 +11,7 @@ for later), and each batch ends with a resume token.
 
 import base64
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from retrieval import clickhouse, vector_mirror, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 
+log = logging.getLogger(__name__)
+
 IDENTITY = ("org", "namespace", "memory_key", "agent", "session_id", "version")
 AFTER_TYPE = "Tuple(String, String, String, String, String, UInt64)"
 START = ("", "", "", "", "", 0)  # before every identity (an org name is never empty)
@@ -28,7 +31,7 @@ START = ("", "", "", "", "", 0)  # before every identity (an org name is never e
 @dataclass
 class Progress:
     done: int
-    skipped: int  # rows of orgs whose model calls are off
+    skipped: int  # rows held: their org's model calls are off, or the gateway refused its identity
     resume: str
 
 
@@ -95,7 +98,11 @@ def run(org: str | None = None, namespace: str | None = None, batch_size: int = 
             if row_org in off:
                 skipped += len(group)
                 continue
-            done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
+            try:
+                done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
+            except customer.HOLDS as exc:  # held: left for a later run, the other orgs go on
+                log.warning("reembed holds %d rows of %s/%s: %s", len(group), row_org, row_namespace, exc)
+                skipped += len(group)
         after = tuple(rows[-1][name] for name in IDENTITY)
         yield Progress(done, skipped, base64.urlsafe_b64encode(json.dumps(after).encode()).decode())
 

@@ -5,6 +5,7 @@ from django.core.management import call_command
 
 from retrieval import clickhouse
 from tests.conftest import Agent
+from tests.model_server import Answer
 
 
 def switch(call, token, enabled, reason="incident 42", **more):
@@ -95,3 +96,23 @@ def test_a_copy_of_the_switches_too_old_to_trust_refuses_every_call(backend, age
     assert reply.json["items"][0]["embedding_pending"] is True  # refused as a switch-off is: a stub, no call
     found = agent.search("anything")
     assert found.status == 200 and "leg:vector:model_calls_switch_unread" in found.json["degraded"]
+
+
+def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(backend, openai_embedder, model_server,
+                                                                          alice, bob, call, settings):  # fmt: skip
+    settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
+    settings.LOOM_INFERENCE_GATEWAY_HOSTS = ["127.0.0.1"]
+    alices, bobs = Agent(call, alice.token("admin")), Agent(call, bob.token("admin"))
+    for who in (alices, bobs):
+        switch(call, who.token, False)
+        who.set({"memory_key": "plan", "value": f"{who.token[:6]} ships the quarterly plan on monday"})
+        switch(call, who.token, True, "back on")
+    sent = len(model_server.embedding_requests())
+    model_server.script(Answer(403, code="agent_denied"))  # the first org the worker takes: alice (sorted)
+    call_command("embed_pending")
+    assert len(model_server.embedding_requests()) == sent + 2  # refused once, never retried; bob's went on
+    assert model_server.embedding_requests()[sent].headers["x-loom-customer"] == alice.name
+    assert bobs.hits("quarterly plan") == ["plan"]
+    assert alices.search("quarterly plan").json["hits"] == []  # held: still a stub
+    call_command("embed_pending")  # a later pass embeds it
+    assert alices.hits("quarterly plan") == ["plan"]

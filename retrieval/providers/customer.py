@@ -87,6 +87,8 @@ class GatewayDeferred(ModelCallRefused):
 
 # Refusals a write answers with an embedding stub and a search with its model-free legs: the org's switch.
 SWITCHED = (ModelCallsOff, SwitchUnread)
+# Refusals a job holds on: the rows stay as they are, no attempt spent, the other orgs' work goes on.
+HOLDS = (ModelCallsOff, SwitchUnread, GatewayRefused, GatewayDeferred)
 
 
 @contextmanager

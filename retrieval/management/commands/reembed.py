@@ -50,7 +50,7 @@ class Command(BaseCommand):
                 self._bar(progress.done, total)
                 self.stdout.write(f"resume: {progress.resume}")
             done = progress.done if progress else 0
-            skipped = f"; {progress.skipped} left for orgs whose model calls are off" if progress and progress.skipped else ""
+            skipped = f"; {progress.skipped} held (model calls off or refused)" if progress and progress.skipped else ""
             self.stdout.write(f"re-embedded {done} rows with {model}{skipped}")
         except clickhouse.ClickHouseUnavailable as exc:
             raise CommandError(str(exc)) from exc
