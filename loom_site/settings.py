@@ -258,4 +258,7 @@ LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS = env.number("LOOM_MEMORY_SEARCH_TEMPORA
 LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean("LOOM_SEARCH_TRACE_LOG_ENABLED", False)
 # The embedded engine's in-process copy of each namespace's live vectors (retrieval/vector_mirror.py).
 LOOM_VECTOR_MIRROR = env.boolean("LOOM_VECTOR_MIRROR", True)
+# The embedding worker inside the server process: auto = with the embedded engine (nothing else may open its data).
+LOOM_EMBEDDING_WORKER = env.choice("LOOM_EMBEDDING_WORKER", "auto", ("auto", "on", "off"))
+LOOM_EMBEDDING_WORKER_INTERVAL_S = env.number("LOOM_EMBEDDING_WORKER_INTERVAL_S", 60.0, minimum=0.01)
 LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer("LOOM_VECTOR_MIRROR_MAX_ROWS", 1_000_000, minimum=0)

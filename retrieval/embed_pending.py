@@ -3,10 +3,18 @@
 `python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
 in the query: an org whose model calls are still off is left out, so its rows
 spend nothing and do not crowd the batch; the newest stubs go first.
+
+With the embedded engine one process owns the data, so the command cannot run
+beside the server: the server runs the worker in a thread instead
+(`start_worker`, LOOM_EMBEDDING_WORKER), a pass when it starts, whenever an
+org's model calls come back on, and every LOOM_EMBEDDING_WORKER_INTERVAL_S.
 """
 
 import logging
+import threading
 from collections import defaultdict
+
+from django.conf import settings
 
 from retrieval import clickhouse, write
 from retrieval.providers import customer
@@ -61,3 +69,54 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
         except customer.HOLDS as exc:
             log.warning("embed_pending holds %d stubs of %s/%s: %s", len(stubs), org_name, namespace, exc)
     return done
+
+
+class _Worker:
+    def __init__(self, target: str):
+        self.target = target
+        self.wake, self.stop = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.run, name="loom-embed-pending", daemon=True)
+
+    def run(self) -> None:
+        clickhouse.use_target_in_thread(self.target)
+        try:
+            while not self.stop.is_set():
+                try:
+                    while run_once() and not self.stop.is_set():  # drain, then wait
+                        pass
+                except Exception:  # noqa: BLE001 -- the worker outlives one failed pass
+                    log.exception("embedding worker pass failed")
+                self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
+                self.wake.clear()
+        finally:
+            clickhouse.release_thread()
+
+
+_worker: _Worker | None = None
+
+
+def start_worker() -> bool:
+    """Run the embedding worker in this process (the server's), when LOOM_EMBEDDING_WORKER says so: `auto` runs it
+    on the embedded engine only (a ClickHouse server's deployments run `embed_pending --loop` as its own process)."""
+    global _worker
+    wanted = settings.LOOM_EMBEDDING_WORKER
+    if _worker is not None or wanted == "off" or (wanted == "auto" and clickhouse.backend() != "embedded"):
+        return False
+    _worker = _Worker(clickhouse.target())
+    _worker.thread.start()
+    return True
+
+
+def wake() -> None:
+    """An org's model calls came back on: its stubs are embedded now, not at the next interval."""
+    if _worker is not None:
+        _worker.wake.set()
+
+
+def stop_worker() -> None:
+    global _worker
+    if _worker is not None:
+        _worker.stop.set()
+        _worker.wake.set()
+        _worker.thread.join(timeout=30)
+        _worker = None

@@ -116,3 +116,37 @@ def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(back
     assert alices.search("quarterly plan").json["hits"] == []  # held: still a stub
     call_command("embed_pending")  # a later pass embeds it
     assert alices.hits("quarterly plan") == ["plan"]
+
+
+@pytest.fixture
+def embedding_worker(settings):
+    """The server process's embedding worker, as wsgi.py starts it, stopped after the test."""
+    from retrieval import embed_pending
+
+    settings.LOOM_EMBEDDING_WORKER, settings.LOOM_EMBEDDING_WORKER_INTERVAL_S = "on", 600  # only a wake runs a pass
+    assert embed_pending.start_worker()
+    yield
+    embed_pending.stop_worker()
+
+
+def test_the_servers_worker_embeds_an_orgs_stubs_once_its_calls_are_back_on(backend, alice, call, embedding_worker):
+    import time
+
+    alices = Agent(call, alice.token("admin"))
+    switch(call, alices.token, False)
+    alices.set({"memory_key": "plan", "value": "the quarterly plan ships on monday"})
+    switch(call, alices.token, True, "back on")  # wakes the worker: no command to run, no interval to wait
+    deadline = time.monotonic() + 20
+    while alices.hits("quarterly plan") != ["plan"]:
+        assert time.monotonic() < deadline, "the worker did not embed the stub"
+        time.sleep(0.05)
+
+
+def test_the_servers_worker_runs_by_default_only_on_the_embedded_engine(backend, settings):
+    from retrieval import embed_pending
+
+    settings.LOOM_EMBEDDING_WORKER = "auto"  # a ClickHouse server's deployment runs `embed_pending --loop` apart
+    try:
+        assert embed_pending.start_worker() is (backend == "embedded")
+    finally:
+        embed_pending.stop_worker()
