@@ -5,7 +5,12 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 application = get_wsgi_application()
 
-# The server process embeds stubs itself when no other process may (the embedded engine: LOOM_EMBEDDING_WORKER).
-from retrieval import embed_pending  # noqa: E402 (needs the app registry)
+# Boot, in the server process: the embedder's real width is probed (health: embedding_dim_mismatch), and stubs are
+# embedded here when no other process may open the data (the embedded engine: LOOM_EMBEDDING_WORKER).
+import threading  # noqa: E402
 
+from retrieval import embed_pending  # noqa: E402 (needs the app registry)
+from retrieval.providers import embedders  # noqa: E402
+
+threading.Thread(target=embedders.probe_width, name="loom-width-probe", daemon=True).start()
 embed_pending.start_worker()

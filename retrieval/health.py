@@ -4,7 +4,7 @@ from django.conf import settings
 
 from retrieval import clickhouse, thresholds
 from retrieval.providers import remote
-from retrieval.providers.embedders import get_embedder
+from retrieval.providers.embedders import get_embedder, width_mismatch
 from retrieval.providers.llm import get_llm
 
 def report() -> dict:
@@ -16,6 +16,8 @@ def report() -> dict:
     problems = []
     if embedder.provider == "fake":
         problems.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
+    if width_mismatch():
+        problems.append("embedding_dim_mismatch")
     llm = get_llm()
     if llm.provider == "fake":
         problems.append("llm_key_missing" if llm.inner.key_missing_for else "fake_llm")

@@ -93,3 +93,15 @@ def test_health_names_a_failing_provider_until_it_answers_again(openai_embedder,
     assert "provider_failing:openai" in call("health", method="get").json["problems"]
     openai_embedder.embed_many(["text"])
     assert not any(p.startswith("provider_failing") for p in call("health", method="get").json["problems"])
+
+
+def test_the_boot_probe_names_a_provider_that_answers_another_width(openai_embedder, model_server, call, db):
+    from retrieval.providers import embedders
+
+    model_server.script(Answer(vector=[0.5] * 32))  # a model that ignores `dimensions`
+    embedders.probe_width()
+    probe = model_server.embedding_requests()[-1]
+    assert probe.body["input"] == ["width probe"] and probe.body["dimensions"] == openai_embedder.dim
+    assert "embedding_dim_mismatch" in call("health", method="get").json["problems"]
+    embedders.probe_width()  # the provider answers the served width again (a fixed configuration, a restart)
+    assert "embedding_dim_mismatch" not in call("health", method="get").json["problems"]

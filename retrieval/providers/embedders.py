@@ -216,6 +216,33 @@ class Attributed:
         return self.inner.embed_many(texts)
 
 
+# Served models whose provider answered another width at the boot probe: model -> the width it answered.
+_mismatched: dict[str, int] = {}
+
+
+def probe_width() -> None:
+    """Boot: one embedding as the deployment's own call. A provider that answers another width than the served
+    one (a model that ignores `dimensions`, a wrong LOOM_EMBEDDING_DIM) fails every write and search at the output
+    guard; health names it `embedding_dim_mismatch`. Fakes and local models emit their own width: not probed."""
+    embedder = get_embedder()
+    if embedder.provider in ("fake", "local"):
+        return
+    try:
+        with customer.system():
+            embedder.embed_many(["width probe"])
+        _mismatched.pop(embedder.model_name, None)
+    except remote.WidthMismatch as exc:
+        log.error("%s answers %d-d vectors, not the served %d (LOOM_EMBEDDING_DIM)", embedder.model_name, exc.got,
+                  embedder.dim)  # fmt: skip
+        _mismatched[embedder.model_name] = exc.got
+    except Exception as exc:  # noqa: BLE001 -- an outage is provider_failing's to report, not a width
+        log.warning("width probe of %s failed: %s", embedder.model_name, exc)
+
+
+def width_mismatch() -> bool:
+    return get_embedder().model_name in _mismatched
+
+
 @cache
 def get_embedder() -> Attributed:
     """The process's one embedder."""

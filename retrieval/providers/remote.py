@@ -35,6 +35,14 @@ class MalformedEmbedding(ProviderError):
     """The provider's vector is empty, of the wrong width, or holds a non-finite value."""
 
 
+class WidthMismatch(MalformedEmbedding):
+    """The provider answered vectors of another width than the served one (LOOM_EMBEDDING_DIM)."""
+
+    def __init__(self, provider: str, message: str, got: int):
+        super().__init__(provider, message)
+        self.got = got
+
+
 class InputTooLong(ValueError):
     """An input over the provider's token limit: refused, never truncated."""
 
@@ -138,7 +146,7 @@ def guard_output(provider: str, vectors: list, count: int, dim: int) -> np.ndarr
         if len(vector) == 0:
             raise MalformedEmbedding(provider, f"vector {index} is empty")
         if len(vector) != dim:
-            raise MalformedEmbedding(provider, f"vector {index} has width {len(vector)}, not {dim}")
+            raise WidthMismatch(provider, f"vector {index} has width {len(vector)}, not {dim}", len(vector))
     out = np.asarray(vectors, dtype=np.float32)
     if not np.isfinite(out).all():
         raise MalformedEmbedding(provider, "a vector holds a non-finite value")
