@@ -140,7 +140,8 @@ def messages_answer(body: dict, content: str | None = None) -> dict:
     return {
         "id": "msg_test", "type": "message", "role": "assistant", "model": body["model"],
         "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": len(user.split()), "output_tokens": len(text.split())},
+        "usage": {"input_tokens": len(user.split()), "output_tokens": len(text.split()),
+                  "cache_read_input_tokens": 0, "cache_creation_input_tokens": len(body["system"][0]["text"].split())},
     }  # fmt: skip
 
 

@@ -19,6 +19,7 @@ def test_a_completion_comes_back_with_its_usage_and_a_cacheable_system_block(bac
     assert (result.text, result.provider, result.model) == ("claude-test says: what is the deploy window?",
                                                             "anthropic", "claude-test")  # fmt: skip
     assert result.input_tokens == 5 and result.output_tokens > 0
+    assert (result.cached_input_tokens, result.cache_write_tokens) == (0, 2)  # the system block went to the cache
     seen = model_server.chat_requests()[0]
     assert seen.path == "/v1/messages" and seen.headers["authorization"] == "Bearer sk-ant-test-key"
     assert seen.body["max_tokens"] == 64 and seen.body["temperature"] == 0

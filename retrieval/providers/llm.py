@@ -35,7 +35,9 @@ class LLMResult:
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
-    from_cache: bool = False
+    cached_input_tokens: int = 0  # input the provider served from its prompt cache
+    cache_write_tokens: int = 0  # input it wrote to that cache (Anthropic's cacheable system block)
+    from_cache: bool = False  # our response cache answered: no provider call
 
 
 class FakeLLM:
@@ -76,8 +78,10 @@ class OpenAILLM:
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             usage = answer.usage
+            details = getattr(usage, "prompt_tokens_details", None)
             return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
-                             usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)  # fmt: skip
+                             usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
+                             cached_input_tokens=getattr(details, "cached_tokens", 0) or 0)  # fmt: skip
 
         return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
                                    settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
@@ -128,8 +132,11 @@ class AnthropicLLM:
             except self._errors as exc:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             text = "".join(block.text for block in answer.content if block.type == "text")
+            usage = answer.usage
             return LLMResult(_unfenced(text) if response_format else text, self.provider, answer.model or self.model,
-                             answer.usage.input_tokens, answer.usage.output_tokens)  # fmt: skip
+                             usage.input_tokens, usage.output_tokens,
+                             cached_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+                             cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0)  # fmt: skip
 
         return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
                                    settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
