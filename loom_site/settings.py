@@ -248,6 +248,8 @@ LOOM_MEMORY_SEARCH_KEY_AXIS_AUTO_REUSE_SHARE = env.number("LOOM_MEMORY_SEARCH_KE
 LOOM_MEMORY_SEARCH_KEY_MATCH_MODE = env.choice(
     "LOOM_MEMORY_SEARCH_KEY_MATCH_MODE", "tiebreak", ("tiebreak", "boost", "off")
 )
+# Query spelling: a query of at most this many words embeds its lowercase words as the corpus spells them. 0: off.
+LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS = env.integer("LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS", 6, minimum=0)
 # Window and pool.
 LOOM_MEMORY_SEARCH_PER_KEY_CAP = env.integer("LOOM_MEMORY_SEARCH_PER_KEY_CAP", 2, minimum=0)
 LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = env.integer("LOOM_MEMORY_SEARCH_POOL_MULTIPLIER", 4, minimum=1)

@@ -228,6 +228,10 @@ class SearchOut(serializers.Serializer):
     latency_ms = serializers.FloatField()
     stage_ms = serializers.DictField(child=serializers.FloatField())
     trace_id = serializers.CharField()
+    retrieval_work = serializers.DictField(
+        help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
+        "spelled) and query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed)."
+    )
 
 
 class TraceHitOut(serializers.Serializer):
@@ -252,6 +256,10 @@ class SearchTraceOut(serializers.Serializer):
     key_axis = serializers.BooleanField()
     thresholds = serializers.DictField()
     degraded = serializers.ListField(child=serializers.CharField())
+    query_spellings = serializers.DictField(
+        child=serializers.CharField(), help_text="Query words embedded in the corpus spelling: as typed -> as spelled."
+    )
+    query_spellings_skipped = serializers.BooleanField(help_text="The spelling lookup failed, timed out or backs off.")
     latency_ms = serializers.FloatField()
 
 

@@ -8,7 +8,7 @@ plan -> embed -> legs -> rescore and hydrate -> fuse -> rank terms -> window
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -16,7 +16,7 @@ from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
 from retrieval import query as query_text
-from retrieval import vector_mirror
+from retrieval import spelling, vector_mirror
 from retrieval.errors import Rejected
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
@@ -65,6 +65,7 @@ class SearchResult:
     latency_ms: float = 0.0
     stage_ms: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""
+    retrieval_work: dict = field(default_factory=dict)  # query_spellings, query_spellings_skipped
 
 
 class _Clock:
@@ -92,6 +93,7 @@ class _Prepared:
     config: namespaces.NamespaceConfig
     degraded: list[str]  # what the search could not run, known before the legs
     cosine: bool  # False when the query could not be embedded: no similarity to judge by
+    work: spelling.Work  # what query spelling did
 
 
 def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
@@ -141,6 +143,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
         query_entities=ctx.entities,
         notes=ctx.plan.notes,
+        retrieval_work=asdict(prepared.work),
     )
     if request.paging:
         served_ids = {c.id for c in served}
@@ -182,6 +185,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
         "key_axis": ctx.key_axis,
         "thresholds": prepared.gates.as_dict(),
         "degraded": degraded,
+        **asdict(prepared.work),
         "latency_ms": clock.total_ms,
     }
 
@@ -196,9 +200,10 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     embedder = get_embedder()
     clock.lap("plan")
     degraded = []
+    work = spelling.Work()
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search", request.user_id):
-            vector = np.asarray(embedder.embed(request.query), dtype=np.float32)
+            vector = _embed_query(embedder, scope, request.query, work)
     except customer.SWITCHED as exc:
         vector = None
         degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
@@ -228,7 +233,40 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     if detect:
         ctx.entities = sorted(set(wanted) | present)
     clock.lap("prepare")
-    return _Prepared(ctx, gates, floor, missing, skipped, config, degraded, cosine)
+    return _Prepared(ctx, gates, floor, missing, skipped, config, degraded, cosine, work)
+
+
+def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.ndarray:
+    """The query's vector, in the corpus spelling of its words where the namespace has one (retrieval/spelling.py).
+
+    The spelling lookup runs beside the embed of the query as typed; a remembered answer spares that embed when it
+    respells. A lookup that fails or runs past its bound, or a respelled embed that fails, leaves the query as
+    typed, and says so (`query_spellings_skipped`).
+    """
+    words = spelling.candidates(query)
+    known = spelling.cached(scope.org, scope.namespace, words) if words else {}
+    asked, started = None, time.monotonic()
+    if known is None and spelling.backing_off(scope.org, scope.namespace):
+        known, work.query_spellings_skipped = {}, True
+    elif known is None:
+        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, words)
+    typed = None if known else embedder.embed(query)
+    if asked is not None:
+        try:
+            known = asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started)))
+            spelling.succeeded(scope.org, scope.namespace)
+        except Exception as exc:  # noqa: BLE001 -- a lookup that fails costs the rewrite, never the search
+            spelling.failed(scope.org, scope.namespace, exc)
+            known, work.query_spellings_skipped = {}, True
+    if known:
+        try:
+            vector = embedder.embed(spelling.respelled(query, known))
+            work.query_spellings = known
+            return np.asarray(vector, dtype=np.float32)
+        except (remote.ProviderError, remote.EmbedTimeout) as exc:
+            log.warning("the respelled query could not be embedded (%s): embedding it as typed", exc)
+            work.query_spellings_skipped = True
+    return np.asarray(typed if typed is not None else embedder.embed(query), dtype=np.float32)
 
 
 def _without_a_model(plan: Plan, refused: customer.ModelCallRefused) -> None:

@@ -1,0 +1,69 @@
+"""Query spelling: a short query's lowercase words embed in the identifier spelling the namespace's rows use."""
+
+import pytest
+
+from retrieval import clickhouse, spelling
+
+CATALOG = [
+    {"memory_key": "a", "value": "DataLakeCatalog keeps the table metadata"},
+    {"memory_key": "b", "value": "Queries resolve tables through the DataLakeCatalog"},
+    {"memory_key": "c", "value": "the datalakecatalog service restarts nightly"},
+]
+
+
+def embedded(model_server) -> list[str]:
+    """What the search's query embeds sent: the inputs of requests carrying one text."""
+    return [seen.body["input"][0] for seen in model_server.embedding_requests() if len(seen.body["input"]) == 1]
+
+
+def work(reply) -> dict:
+    return reply.json["retrieval_work"]
+
+
+def test_a_lowercase_word_embeds_as_the_rows_spell_it(backend, openai_embedder, model_server, agent):
+    agent.set(*CATALOG)
+    reply = agent.search("datalakecatalog metadata")
+    assert work(reply) == {"query_spellings": {"datalakecatalog": "DataLakeCatalog"}, "query_spellings_skipped": False}
+    assert embedded(model_server) == ["datalakecatalog metadata", "DataLakeCatalog metadata"]  # typed, respelled
+    again = agent.search("datalakecatalog metadata")  # the answer is remembered: only the respelled text is asked for
+    assert work(again)["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
+    trace = agent.call("memory.search_trace", {"query": "datalakecatalog metadata"}, agent.token).json
+    assert (trace["query_spellings"], trace["query_spellings_skipped"]) == ({"datalakecatalog": "DataLakeCatalog"}, False)
+
+
+@pytest.mark.parametrize("rows, query", [
+    # one row is no evidence of how the corpus spells a word
+    ([{"memory_key": "a", "value": "the DataLakeCatalog keeps metadata"}], "datalakecatalog"),
+    # twice as many rows must use the identifier as write the word plainly
+    (CATALOG[:2] + [{"memory_key": f"p{i}", "value": f"datalakecatalog note {i}"} for i in range(2)], "datalakecatalog"),
+    # a sentence-initial capital is title case, which counts as plain
+    ([{"memory_key": f"w{i}", "value": f"What runs at night? job {i}"} for i in range(3)], "what runs"),
+    # words of fewer than four letters, and queries over LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS, stay as typed
+    ([{"memory_key": f"k{i}", "value": f"the KeY rotates {i}"} for i in range(3)], "key"),
+    (CATALOG, "where does the datalakecatalog keep the table metadata"),
+])  # fmt: skip
+def test_no_rewrite_without_the_evidence(backend, agent, rows, query):
+    agent.set(*rows)
+    assert work(agent.search(query)) == {"query_spellings": {}, "query_spellings_skipped": False}
+
+
+def test_zero_max_words_turns_it_off(backend, agent, settings):
+    settings.LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS = 0
+    agent.set(*CATALOG)
+    assert work(agent.search("datalakecatalog"))["query_spellings"] == {}
+
+
+def test_a_failing_lookup_embeds_as_typed_and_three_in_a_row_back_off(backend, agent, monkeypatch):
+    agent.set(*CATALOG)
+    calls = []
+
+    def refused(*args):
+        calls.append(args)
+        raise clickhouse.ClickHouseError("simulated refusal")
+
+    monkeypatch.setattr(spelling, "lookup", refused)
+    for attempt in range(4):
+        reply = agent.search(f"datalakecatalog metadata{attempt}")
+        assert reply.status == 200 and reply.json["hits"]  # the search goes on, as typed
+        assert work(reply) == {"query_spellings": {}, "query_spellings_skipped": True}
+    assert len(calls) == 3  # the fourth search found the namespace backing off: no lookup
