@@ -212,6 +212,8 @@ class MemorySearch(OpInput):
     min_similarity = Number(min_value=0, max_value=1, required=False)
     floor_mode = Choice(options.FLOOR_MODES, required=False)
     explain = Boolean(default=False)
+    render = Choice(("reader",), required=False, help_text='"reader": also return the hits as one text block '
+                    "(reader_block), the way a model reads evidence.")  # fmt: skip
     paging = Boolean(default=False)
     page = String(max_chars=128, required=False)
     personalization = Choice(("default", "none"), default="default")

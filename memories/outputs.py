@@ -228,6 +228,9 @@ class SearchOut(serializers.Serializer):
     latency_ms = serializers.FloatField()
     stage_ms = serializers.DictField(child=serializers.FloatField())
     trace_id = serializers.CharField()
+    reader_block = serializers.CharField(
+        allow_null=True, help_text='render="reader": the hits as one numbered text block (key, date, text).'
+    )
     retrieval_work = serializers.DictField(
         help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
         "spelled) and query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed)."

@@ -82,6 +82,7 @@ class SearchRequest:
     min_similarity: float | None = None
     floor_mode: str | None = None
     explain: bool = False
+    render: str | None = None  # "reader": the hits as one text block too (reader_block)
     paging: bool = False
     page: str | None = None
     personalization: str = "default"

@@ -66,6 +66,7 @@ class SearchResult:
     stage_ms: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""
     retrieval_work: dict = field(default_factory=dict)  # query_spellings, query_spellings_skipped
+    reader_block: str | None = None  # render="reader": the hits as one text block
 
 
 class _Clock:
@@ -389,6 +390,8 @@ def _spend(excerpt: str, body: str | None, budget: int):
 
 
 def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, text_capture: bool) -> SearchResult:
+    if request.render == "reader":
+        result.reader_block = reader_block(result)
     result.latency_ms = clock.total_ms
     result.stage_ms = clock.stages
     result.trace_id = uuid.uuid4().hex
@@ -399,6 +402,20 @@ def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, tex
             log.warning("search trace log write failed: %s", exc)
             result.degraded.append("trace_log")
     return result
+
+
+def reader_block(result: SearchResult) -> str:
+    """The window as a model reads evidence: numbered hits, each with its key, date and text (the served body,
+    else the excerpt); a weak hit is marked; an abstained search says so and why, so nothing reads as an answer."""
+    if result.abstain:
+        return f"No memory answers this ({result.abstain_code}): {result.abstain_reason}"
+    blocks = []
+    for number, hit in enumerate(result.hits, 1):
+        dated = hit["valid_at"] or hit["created_at"]
+        weak = " · below the similarity floor" if hit["below_threshold"] else ""
+        text = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
+        blocks.append(f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{weak}\n{text}")
+    return "\n\n".join(blocks)
 
 
 def _anchor(request: SearchRequest) -> datetime:

@@ -174,3 +174,25 @@ def test_a_named_reranker_fails_open_and_says_so(backend, ranker):
     assert ranker.search("quarterly report", rerank="none").json["degraded"] == []
     fast = ranker.search("quarterly report", rerank="builtin:openai", retrieval_budget="fast")
     assert fast.json["degraded"] == []  # a fast read makes no builtin:openai call at all
+
+
+def test_render_reader_returns_the_window_as_one_text_block(backend, ranker):
+    ranker.set({"memory_key": "deploy", "value": "quarterly report deploys run on tuesdays", "valid_at": "2026-03-02T00:00:00Z"},
+               {"memory_key": "soup", "value": "the cafeteria serves soup", "valid_at": "2026-01-09T00:00:00Z"})  # fmt: skip
+    reply = ranker.search("quarterly report deploys", render="reader", bodies="full", top_k=2).json
+    order = [hit["memory_key"] for hit in reply["hits"]]
+    assert order[0] == "deploy"
+    blocks = reply["reader_block"].split("\n\n")
+    assert blocks[0] == "[1] deploy · 2026-03-02\nquarterly report deploys run on tuesdays"
+    assert blocks[1].startswith(f"[2] {order[1]} · ")
+    assert ranker.search("quarterly report deploys").json["reader_block"] is None  # only when asked for
+
+
+def test_an_abstained_search_reads_as_no_answer(backend, agent):
+    reply = agent.search("anything at all", render="reader").json
+    assert reply["abstain"] and reply["reader_block"].startswith("No memory answers this (no_match)")
+
+
+def test_render_takes_only_reader(backend, agent):
+    reply = agent.search("anything", render="markdown")
+    assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, "INVALID_VALUE", "render")
