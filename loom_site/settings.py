@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import plotly
 
 from loom_site import env
 from retrieval.options import SEARCH_MODES
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "retrieval",
     "memories",
     "recall",
+    "django_htmx",
 ]
 
 MIDDLEWARE = [
@@ -60,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "loom_site.urls"
@@ -100,7 +103,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js comes with the plotly package (requirements.txt); htmx is vendored under recall/static.
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 # Serve straight from the app's static folders: no collectstatic step, no CDN.

@@ -6,6 +6,7 @@ from memories.views import UnknownOp
 
 urlpatterns = [
     path("", include("memories.urls")),
+    path("", include("recall.urls")),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/<path:op>", UnknownOp.as_view()),

@@ -48,6 +48,11 @@ def entity_boost(wanted: set[str], carried: list[str]) -> float:
     return ENTITY_BOOST * len(wanted & {entity.lower() for entity in carried}) / len(wanted)
 
 
+# Every term apply() may add to relevance: rank_score = relevance + term_scale x their sum (the Lab stacks them).
+TERMS = ("entity_boost", "query_entity_boost", "recency", "chronology", "recency_pool", "date", "prior",
+         "reinforcement", "trust", "key_match", "sensitivity_demotion", "demoted")  # fmt: skip
+
+
 def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     """Add each term to every candidate's components and set its score."""
     request, plan = inputs.request, inputs.plan
@@ -93,6 +98,8 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
             terms["demoted"] = DEMOTED
         c.components.update(terms)
         c.components["relevance"] = c.relevance
+        if scale != 1:  # rrf: the terms count at its 1/61 scale
+            c.components["term_scale"] = scale
         c.score = c.relevance + scale * sum(terms.values())
         c.components["rank_score"] = c.score
 

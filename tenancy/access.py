@@ -39,6 +39,14 @@ class Principal:
             read_scope=token.read_scope,
         )
 
+    @classmethod
+    def of_membership(cls, membership) -> "Principal":
+        """A dashboard user in one of their orgs: every namespace of it, at the membership's role."""
+        return cls(
+            org=membership.org.name, role=membership.role_enum, namespaces=None,
+            subject=f"human:{membership.user.get_username()}",
+        )  # fmt: skip
+
     def may_read(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
 

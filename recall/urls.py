@@ -1,0 +1,8 @@
+from django.urls import path
+
+from recall import views
+
+app_name = "recall"
+urlpatterns = [
+    path("recall", views.lab, name="lab"),
+]

@@ -1,0 +1,104 @@
+"""The Recall Lab: an operator runs the same `search()` the REST op runs and sees why each hit ranked where it did.
+
+Every view reads the user's membership of one org (the one place that decides is
+tenancy.access), so a page shows only that org's namespaces. A search is a GET, so
+its URL is a shareable link; htmx swaps the results in and pushes that URL.
+"""
+
+import json
+
+import plotly.graph_objects as go
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from rest_framework.exceptions import ValidationError
+
+from memories import inputs
+from memories.errors import first_error
+from retrieval import clickhouse, namespaces, options, rank, service
+from retrieval.errors import Rejected
+from retrieval.plan import SearchRequest
+from retrieval.providers import customer, remote
+from tenancy.access import AccessDenied, Principal, authorize
+from tenancy.models import Membership
+from tenancy.roles import Role
+
+# The form's fields, as memory.search names them; lists are typed comma-separated.
+FIELDS = ("namespace", "query", "search_mode", "recipe", "retrieval_budget", "top_k", "rerank", "personalization",
+          "memory_type", "tags", "entity_filter")  # fmt: skip
+LISTS = ("tags", "entity_filter")
+def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | None]:
+    """The user's orgs, and the one this page shows (`?org=`, else the first by name)."""
+    found = list(Membership.objects.filter(user=request.user).select_related("org", "user").order_by("org__name"))
+    wanted = request.GET.get("org")
+    chosen = next((m for m in found if m.org.name == wanted), None) if wanted else (found[0] if found else None)
+    return found, chosen
+
+
+@login_required
+@require_GET
+def lab(request: HttpRequest) -> HttpResponse:
+    orgs, membership = memberships(request)
+    if membership is None:
+        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+    principal = Principal.of_membership(membership)
+    form = {name: request.GET.get(name, "") for name in FIELDS}
+    context = {"orgs": orgs, "org": principal.org, "form": form, "options": options, "searched": False}
+    try:
+        context["namespaces"] = namespaces.names(principal.org) or ["default"]
+        if form["query"].strip():
+            context.update(searched=True, **_search(principal, form))
+    except clickhouse.ClickHouseUnavailable as exc:
+        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+    if request.htmx:
+        return render(request, "recall/_results.html", context)
+    return render(request, "recall/lab.html", context)
+
+
+def _search(principal: Principal, form: dict) -> dict:
+    """Validate the form as the REST op validates a body, run `search()` with explain, or say what was wrong."""
+    body = {"explain": True}
+    for name, value in form.items():
+        value = value.strip()
+        if value and name in LISTS:
+            body[name] = [part.strip() for part in value.split(",") if part.strip()]
+        elif value:
+            body[name] = int(value) if name == "top_k" and value.isdigit() else value
+    body.setdefault("namespace", "default")
+    serializer = inputs.MemorySearch(data=body)
+    try:
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        scope = authorize(principal, None, data.pop("namespace"), Role.VIEWER)
+        result = service.search(scope, SearchRequest.of(data), op="recall.lab")
+    except ValidationError as exc:
+        field, detail = first_error(exc.detail)
+        return {"error": {"code": str(getattr(detail, "code", "invalid")).upper(), "message": str(detail), "field": field}}
+    except (AccessDenied, Rejected) as exc:
+        return {"error": {"code": exc.code, "message": exc.message, "field": exc.field}}
+    except customer.ModelCallRefused as exc:
+        return {"error": {"code": exc.code, "message": str(exc), "field": None}}
+    except remote.EmbedTimeout as exc:
+        return {"error": {"code": "EMBED_TIMEOUT", "message": str(exc), "field": None}}
+    return {"result": result, "chart": json.dumps(_chart(result.hits))}
+
+
+def _chart(hits: list[dict]) -> dict:
+    """Each hit's rank score as one horizontal bar stacked from its parts: the fused relevance and each rank term
+    at the scale it counts (under rrf, 1/61)."""
+    labels = [f"{rank}. {hit['memory_key']}" for rank, hit in enumerate(hits, 1)]
+    parts = ["relevance"] + [term for term in rank.TERMS if any(hit["score_components"].get(term) for hit in hits)]
+
+    def counted(hit: dict, part: str) -> float:
+        components = hit["score_components"]
+        scale = 1.0 if part == "relevance" else components.get("term_scale", 1.0)
+        return round(scale * components.get(part, 0.0), 6)
+
+    figure = go.Figure(
+        [go.Bar(name=part, y=labels, x=[counted(hit, part) for hit in hits], orientation="h") for part in parts],
+        layout={"barmode": "relative", "height": 120 + 28 * len(hits), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
+                "yaxis": {"autorange": "reversed", "automargin": True}, "legend": {"orientation": "h"},
+                "title": {"text": "rank score, stacked from its parts"}},  # fmt: skip
+    )
+    return json.loads(figure.to_json())

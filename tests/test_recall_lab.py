@@ -1,0 +1,86 @@
+"""The Recall Lab page (/recall): login, one org's namespaces, the same search() as the REST op, partial swaps."""
+
+import json
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tenancy.models import Membership
+from tests.conftest import Agent
+
+
+def operator_of(*tenants, role="viewer") -> Client:
+    """A dashboard user who is a member of these orgs, logged in."""
+    user = get_user_model().objects.create_user(f"op-{uuid.uuid4().hex[:10]}", password="x")
+    for tenant in tenants:
+        Membership.objects.create(user=user, org=tenant.org, role=role)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def filled(alice, call):
+    agent = Agent(call, alice.token("admin"))
+    agent.set({"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
+              {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"})  # fmt: skip
+    return agent
+
+
+def test_a_visitor_is_sent_to_log_in(db):
+    response = Client().get("/recall")
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_a_user_of_no_org_sees_why_not_an_error_page(db):
+    user = get_user_model().objects.create_user("nobody", password="x")
+    client = Client()
+    client.force_login(user)
+    response = client.get("/recall")
+    assert response.status_code == 403 and b"not a member of any org" in response.content
+
+
+def test_the_page_runs_the_rest_search_and_shows_its_components(backend, alice, filled):
+    response = operator_of(alice).get("/recall", {"query": "when do production deploys run", "search_mode": "rrf"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "<html" in page
+    assert "deploy.window" in page and "mode <code>rrf</code> (request)" in page
+    figure = json.loads(page.split('class="plot" data-target="components-chart">')[1].split("</script>")[0])
+    stacked = {trace["name"] for trace in figure["data"]}
+    assert "relevance" in stacked and "rank_score" not in stacked  # the parts, not the total
+    first = [trace["x"][0] for trace in figure["data"]]
+    api = filled.search("when do production deploys run", search_mode="rrf", explain=True).json["hits"][0]
+    assert api["memory_key"] == "deploy.window"
+    assert sum(first) == pytest.approx(api["rank_score"], abs=1e-3)  # the bar adds up to the REST op's score
+
+
+def test_an_htmx_search_gets_the_results_partial_only(backend, alice, filled):
+    response = operator_of(alice).get("/recall", {"query": "soup"}, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert response.status_code == 200 and "<html" not in page and "lunch" in page
+
+
+def test_an_off_topic_query_shows_the_abstain_banner(backend, alice, filled):
+    page = operator_of(alice).get("/recall", {"query": "zebra migration quantum", "search_mode": "semantic"}).content
+    assert b"Abstained: below_threshold" in page
+
+
+def test_bad_input_is_shown_in_the_page_with_its_field(backend, alice, filled):
+    response = operator_of(alice).get("/recall", {"query": "soup", "top_k": "9999"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and b"<code>top_k</code>" in response.content
+
+
+def test_alice_sees_her_namespaces_and_rows_never_bobs(backend, alice, bob, call, filled):
+    Agent(call, bob.token("admin"), namespace="bob-secrets").set({"memory_key": "bob.plan", "value": "soup plan"})
+    page = operator_of(alice).get("/recall", {"query": "soup plan"}).content.decode()
+    assert "bob-secrets" not in page and "bob.plan" not in page and "lunch" in page
+    asked = operator_of(alice).get("/recall", {"query": "soup", "org": bob.name})
+    assert asked.status_code == 403  # not her org: refused, not served as hers
+
+
+def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
+    for path in ("/static/recall/vendor/htmx-2.0.11.min.js", "/static/plotly/plotly.min.js", "/static/recall/lab.js"):
+        response = Client().get(path)
+        assert response.status_code == 200, path
