@@ -5,4 +5,5 @@ from recall import views
 app_name = "recall"
 urlpatterns = [
     path("recall", views.lab, name="lab"),
+    path("recall/compare", views.compare, name="compare"),
 ]

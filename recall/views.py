@@ -56,6 +56,68 @@ def lab(request: HttpRequest) -> HttpResponse:
     return render(request, "recall/lab.html", context)
 
 
+# What Compare lets differ between its two windows; the query, namespace and filters are shared.
+CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
+
+
+@login_required
+@require_GET
+def compare(request: HttpRequest) -> HttpResponse:
+    """The same query under two configurations, side by side: each row's rank move, rows only in one window,
+    overlap@k and the rank correlation of the rows both served."""
+    orgs, membership = memberships(request)
+    if membership is None:
+        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+    principal = Principal.of_membership(membership)
+    shared = {name: request.GET.get(name, "") for name in FIELDS if name not in CONFIG}
+    sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
+    context = {"orgs": orgs, "org": principal.org, "form": shared, "sides": sides, "options": options,
+               "searched": False}  # fmt: skip
+    try:
+        context["namespaces"] = namespaces.names(principal.org) or ["default"]
+        if shared["query"].strip():
+            runs = {side: _search(principal, form) for side, form in sides.items()}
+            context.update(searched=True, runs=runs, **_moves(runs))
+    except clickhouse.ClickHouseUnavailable as exc:
+        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+    template = "recall/_compare_results.html" if request.htmx else "recall/compare.html"
+    return render(request, template, context)
+
+
+def _moves(runs: dict) -> dict:
+    """Each side's rows with where the other side ranked them, and the summary line."""
+    if any("result" not in run for run in runs.values()):
+        return {}
+    ranked = {side: [_identity(hit) for hit in run["result"].hits] for side, run in runs.items()}
+    position = {side: {row: at for at, row in enumerate(rows, 1)} for side, rows in ranked.items()}
+    rows = {}
+    for side, other in (("a", "b"), ("b", "a")):
+        rows[side] = []
+        for at, hit in enumerate(runs[side]["result"].hits, 1):
+            there = position[other].get(_identity(hit))  # None: only this window served it
+            move = None if there is None else there - at  # > 0: the other window ranks it lower
+            rows[side].append({"hit": hit, "rank": at, "other": there, "move": move, "steps": abs(move or 0)})
+    both = [row for row in ranked["a"] if row in position["b"]]
+    k = max(len(ranked["a"]), len(ranked["b"]))
+    return {"rows": rows, "overlap": len(both) / k if k else None, "shared": len(both), "k": k,
+            "correlation": _spearman([position["a"][row] for row in both], [position["b"][row] for row in both])}
+
+
+def _identity(hit: dict) -> tuple:
+    return hit["namespace"], hit["memory_key"], hit["agent"], hit["session_id"]
+
+
+def _spearman(a: list[int], b: list[int]) -> float | None:
+    """Spearman's rank correlation of the rows both windows served (None under two)."""
+    n = len(a)
+    if n < 2:
+        return None
+    rank_a = {value: at for at, value in enumerate(sorted(a))}
+    rank_b = {value: at for at, value in enumerate(sorted(b))}
+    d2 = sum((rank_a[x] - rank_b[y]) ** 2 for x, y in zip(a, b))
+    return 1 - 6 * d2 / (n * (n * n - 1))
+
+
 def _search(principal: Principal, form: dict) -> dict:
     """Validate the form as the REST op validates a body, run `search()` with explain, or say what was wrong."""
     body = {"explain": True}

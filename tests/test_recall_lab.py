@@ -84,3 +84,44 @@ def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
     for path in ("/static/recall/vendor/htmx-2.0.11.min.js", "/static/plotly/plotly.min.js", "/static/recall/lab.js"):
         response = Client().get(path)
         assert response.status_code == 200, path
+
+
+def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, alice, call, settings):
+    settings.LOOM_WRITE_GATES = False
+    agent = Agent(call, alice.token("admin"))
+    agent.set({"memory_key": "exact", "value": "kubectl rollout undo reverts a deploy"},
+              {"memory_key": "near", "value": "to roll back a release, revert the deploy"},
+              {"memory_key": "other", "value": "the cafeteria serves soup on fridays"})  # fmt: skip
+    query = {"query": "kubectl rollout undo", "a_search_mode": "lexical", "b_search_mode": "semantic", "top_k": "3"}
+    response = operator_of(alice).get("/recall/compare", query, HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert response.status_code == 200 and "<html" not in page
+    a = [h["memory_key"] for h in agent.search("kubectl rollout undo", search_mode="lexical", top_k=3).json["hits"]]
+    b = [h["memory_key"] for h in agent.search("kubectl rollout undo", search_mode="semantic", top_k=3).json["hits"]]
+    shared = [key for key in a if key in b]
+    assert f"overlap@{max(len(a), len(b))} {len(shared) / max(len(a), len(b)):.2f} ({len(shared)} rows in both)" in page
+    assert page.count("only in A") == len(set(a) - set(b)) and page.count("only in B") == len(set(b) - set(a))
+    for at, key in enumerate(a, 1):  # each of A's rows says where B ranked it
+        move = b.index(key) + 1 - at if key in b else None
+        label = ("only in A" if move is None else "same rank" if move == 0
+                 else f"{b.index(key) + 1} in the other ({'▼' if move > 0 else '▲'}{abs(move)})")  # fmt: skip
+        assert label in page.split(f"<code>{key}</code>")[1].split("</li>")[0]
+    assert "<code>lexical</code> (request)" in page and "<code>semantic</code> (request)" in page
+
+
+def test_compare_moves_and_summary():
+    from types import SimpleNamespace
+
+    from recall.views import _moves, _spearman
+
+    def run(*keys):
+        hits = [{"namespace": "n", "memory_key": key, "agent": "a", "session_id": ""} for key in keys]
+        return {"result": SimpleNamespace(hits=hits)}
+
+    found = _moves({"a": run("x", "y", "z"), "b": run("y", "x", "w")})
+    assert [(row["hit"]["memory_key"], row["move"]) for row in found["rows"]["a"]] == [("x", 1), ("y", -1), ("z", None)]
+    assert [row["move"] for row in found["rows"]["b"]] == [1, -1, None]
+    assert (found["shared"], found["k"], found["overlap"], found["correlation"]) == (2, 3, 2 / 3, -1)
+
+    assert _spearman([1, 2, 3], [1, 2, 3]) == 1 and _spearman([1, 2, 3], [3, 2, 1]) == -1
+    assert _spearman([1], [4]) is None
