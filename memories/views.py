@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import ApiError, error_response
-from retrieval import calibration, costs, embed_pending, health, namespaces, reads, service, thresholds, trace, usage, write
+from retrieval import calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
@@ -296,10 +296,7 @@ class OrgSetModelCalls(OrgOpView):
     response_serializer = outputs.ModelCallsOut
 
     def run(self, scope, data):
-        answer = customer.set_model_calls(scope.org, data["enabled"], data["reason"], scope.subject)
-        if data["enabled"]:
-            embed_pending.wake()  # the org's stubs are embedded now
-        return self.answer(answer)
+        return self.answer(customer.set_model_calls(scope.org, data["enabled"], data["reason"], scope.subject))
 
 
 class OrgGetModelCalls(OrgOpView):

@@ -6,4 +6,5 @@ app_name = "recall"
 urlpatterns = [
     path("recall", views.lab, name="lab"),
     path("recall/compare", views.compare, name="compare"),
+    path("recall/orgs", views.orgs, name="orgs"),
 ]

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework.exceptions import ValidationError
 
 from memories import inputs
@@ -21,7 +21,7 @@ from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
 from tenancy.access import AccessDenied, Principal, authorize
-from tenancy.models import Membership
+from tenancy.models import Membership, Org
 from tenancy.roles import Role
 
 # The form's fields, as memory.search names them; lists are typed comma-separated.
@@ -116,6 +116,36 @@ def _spearman(a: list[int], b: list[int]) -> float | None:
     rank_b = {value: at for at, value in enumerate(sorted(b))}
     d2 = sum((rank_a[x] - rank_b[y]) ** 2 for x, y in zip(a, b))
     return 1 - 6 * d2 / (n * (n * n - 1))
+
+
+def _admin_orgs(request: HttpRequest) -> list[str]:
+    """The orgs whose model calls this user may switch: every org for staff, else those they administer."""
+    if request.user.is_staff:
+        return list(Org.objects.order_by("name").values_list("name", flat=True))
+    members = Membership.objects.filter(user=request.user).select_related("org").order_by("org__name")
+    return [m.org.name for m in members if m.role_enum >= Role.ADMIN]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def orgs(request: HttpRequest) -> HttpResponse:
+    """Every org the user administers, with its model-call switch, a toggle that asks a reason and a confirmation,
+    and the audit trail. A POST switches one org (CSRF-checked) and answers that org's row."""
+    allowed = _admin_orgs(request)
+    if not allowed:
+        return render(request, "recall/forbidden.html", {"need": "an org admin (or staff) account"}, status=403)
+    if request.method == "POST":
+        org, reason = request.POST.get("org", ""), request.POST.get("reason", "").strip()
+        if org not in allowed:
+            return render(request, "recall/forbidden.html", {"need": f"admin of org {org!r}"}, status=403)
+        error = None if reason else "Say why: the reason goes into the audit trail."
+        if not error:
+            enabled = request.POST.get("enabled") == "true"
+            customer.set_model_calls(org, enabled, reason, f"human:{request.user.get_username()}")
+        row = {"org": org, **customer.get_model_calls(org, history=10), "error": error}
+        return render(request, "recall/_org_row.html", {"row": row}, status=422 if error else 200)
+    context = {"rows": [customer.get_model_calls(org, history=10) for org in allowed], "orgs": [], "org": None}
+    return render(request, "recall/orgs.html", context)
 
 
 def _search(principal: Principal, form: dict) -> dict:

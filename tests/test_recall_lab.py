@@ -125,3 +125,44 @@ def test_compare_moves_and_summary():
 
     assert _spearman([1, 2, 3], [1, 2, 3]) == 1 and _spearman([1, 2, 3], [3, 2, 1]) == -1
     assert _spearman([1], [4]) is None
+
+
+def csrf_client_of(tenant, role):
+    """A logged-in member whose POSTs are CSRF-checked, with the token its page handed out."""
+    user = get_user_model().objects.create_user(f"op-{uuid.uuid4().hex[:10]}", password="x")
+    Membership.objects.create(user=user, org=tenant.org, role=role)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    page = client.get("/recall/orgs")
+    token = page.cookies["csrftoken"].value if "csrftoken" in page.cookies else None
+    return client, page, token, user
+
+
+def test_a_non_admin_gets_403_and_no_toggle(backend, alice):
+    client, page, _, _ = csrf_client_of(alice, "writer")
+    assert page.status_code == 403 and b"Switch off" not in page.content
+
+
+def test_an_admin_switches_an_orgs_model_calls_with_a_reason_and_it_takes_effect(backend, alice, bob, call):
+    client, page, token, user = csrf_client_of(alice, "admin")
+    assert page.status_code == 200 and alice.name.encode() in page.content and bob.name.encode() not in page.content
+    assert b"Switch off" in page.content and b"hx-confirm" in page.content
+    form = {"org": alice.name, "enabled": "false", "reason": "customer asked to pause AI processing"}
+    assert client.post("/recall/orgs", form).status_code == 403  # no CSRF token: refused
+    answered = client.post("/recall/orgs", form, HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true")
+    row = answered.content.decode()
+    assert answered.status_code == 200 and "<html" not in row and "Switch on" in row
+    assert f"human:{user.get_username()} switched off: customer asked to pause AI processing" in row
+    found = Agent(call, alice.token("admin")).search("anything")
+    assert "leg:vector:model_calls_off" in found.json["degraded"]  # the switch took effect on a search
+
+
+def test_a_switch_needs_a_reason_and_an_org_the_admin_holds(backend, alice, bob):
+    client, _, token, _ = csrf_client_of(alice, "admin")
+    missing = client.post("/recall/orgs", {"org": alice.name, "enabled": "false", "reason": " "}, HTTP_X_CSRFTOKEN=token)
+    assert missing.status_code == 422 and b"Say why" in missing.content
+    other = client.post("/recall/orgs", {"org": bob.name, "enabled": "false", "reason": "x"}, HTTP_X_CSRFTOKEN=token)
+    assert other.status_code == 403
+    from retrieval.providers import customer
+
+    assert customer.get_model_calls(alice.name)["enabled"] and customer.get_model_calls(bob.name)["enabled"]

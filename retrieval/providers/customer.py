@@ -169,6 +169,10 @@ def set_model_calls(org: str, enabled: bool, reason: str, actor: str) -> dict:
         [{"org": org, "enabled": enabled, "reason": reason, "actor": actor, "changed_at": datetime.now(UTC)}],
     )
     _copy().changed_here = True
+    if enabled:
+        from retrieval import embed_pending  # here, not at the top: the worker imports this module
+
+        embed_pending.wake()  # the org's stubs are embedded now, not at the worker's next interval
     return get_model_calls(org)
 
 
