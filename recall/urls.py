@@ -7,4 +7,5 @@ urlpatterns = [
     path("recall", views.lab, name="lab"),
     path("recall/compare", views.compare, name="compare"),
     path("recall/orgs", views.orgs, name="orgs"),
+    path("recall/calibration", views.calibration_page, name="calibration"),
 ]

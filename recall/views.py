@@ -16,10 +16,11 @@ from rest_framework.exceptions import ValidationError
 
 from memories import inputs
 from memories.errors import first_error
-from retrieval import clickhouse, namespaces, options, rank, service
+from retrieval import calibration, clickhouse, namespaces, options, rank, service, thresholds
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
+from retrieval.providers.embedders import get_embedder
 from tenancy.access import AccessDenied, Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
@@ -146,6 +147,53 @@ def orgs(request: HttpRequest) -> HttpResponse:
         return render(request, "recall/_org_row.html", {"row": row}, status=422 if error else 200)
     context = {"rows": [customer.get_model_calls(org, history=10) for org in allowed], "orgs": [], "org": None}
     return render(request, "recall/orgs.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def calibration_page(request: HttpRequest) -> HttpResponse:
+    """Per namespace the tier in force, every gate, the calibration's hash and age; the probe corpora's cosines
+    with the derived gates drawn on them; for an admin, a button that recalibrates now (POST)."""
+    orgs, membership = memberships(request)
+    if membership is None:
+        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+    principal = Principal.of_membership(membership)
+    embedder = get_embedder()
+    context = {"orgs": orgs, "org": principal.org, "admin": principal.role >= Role.ADMIN,
+               "adaptive": thresholds.adaptive(embedder.model_name), "model": embedder.model_name}  # fmt: skip
+    try:
+        if request.method == "POST":
+            if not context["admin"]:
+                return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
+            if context["adaptive"]:
+                context["recalibrated"] = calibration.recalibrate(embedder)[2]  # the largest gate drift
+                thresholds.forget()
+        reports = [thresholds.report(principal.org, name) for name in namespaces.names(principal.org) or ["default"]]
+        context.update(reports=reports, charts=_calibration_charts(reports))
+    except clickhouse.ClickHouseUnavailable as exc:
+        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+    template = "recall/_calibration.html" if request.htmx else "recall/calibration.html"
+    return render(request, template, context)
+
+
+def _calibration_charts(reports: list[dict]) -> list[dict]:
+    """One histogram per calibration in force (namespaces sharing the cluster calibration share its chart)."""
+    charts, seen = [], set()
+    for report in reports:
+        if not report["distributions"] or report["calibration_hash"] in seen:
+            continue
+        seen.add(report["calibration_hash"])
+        figure = go.Figure(
+            [go.Histogram(x=values, name=corpus, opacity=0.6, nbinsx=30)
+             for corpus, values in report["distributions"].items()],  # fmt: skip
+            layout={"barmode": "overlay", "height": 320, "margin": {"l": 40, "r": 10, "t": 40, "b": 40},
+                    "xaxis": {"title": {"text": "cosine"}}, "legend": {"orientation": "h"},
+                    "title": {"text": f"probe cosines · {report['tier']} {report['calibration_hash']}"}},  # fmt: skip
+        )
+        for gate, value in report["gates"].items():
+            figure.add_vline(x=value, line_dash="dot", annotation_text=gate, annotation_textangle=-90)
+        charts.append({"id": f"calibration-{report['calibration_hash']}", "figure": figure.to_json()})
+    return charts
 
 
 def _search(principal: Principal, form: dict) -> dict:

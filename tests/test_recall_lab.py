@@ -166,3 +166,24 @@ def test_a_switch_needs_a_reason_and_an_org_the_admin_holds(backend, alice, bob)
     from retrieval.providers import customer
 
     assert customer.get_model_calls(alice.name)["enabled"] and customer.get_model_calls(bob.name)["enabled"]
+
+
+def test_calibration_shows_the_scalar_tier_for_the_fake_and_no_recalibrate(backend, alice, filled):
+    page = operator_of(alice, role="admin").get("/recall/calibration").content.decode()
+    assert "<td>scalar</td>" in page and "0.220" in page and "the scalar gates" in page
+    assert 'disabled aria-disabled="true"' in page  # a fake has nothing to calibrate
+
+
+def test_an_admin_recalibrates_the_real_embedder_and_sees_the_distributions(local_embedder, alice, call):
+    Agent(call, alice.token("admin")).set({"memory_key": "k", "value": "the deploy window is tuesday"})
+    viewer = operator_of(alice)
+    client, _, token, _ = csrf_client_of(alice, "admin")
+    refused = viewer.post("/recall/calibration")
+    assert refused.status_code == 403 and b"an admin of this org" in refused.content  # a viewer looks, no more
+    assert client.post("/recall/calibration").status_code == 403  # an admin's POST without the CSRF token
+    answered = client.post("/recall/calibration", HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true")
+    page = answered.content.decode()
+    assert answered.status_code == 200 and "Recalibrated local:minilm" in page and "<td>cluster</td>" in page
+    figure = json.loads(page.split('class="plot" data-target="calibration-')[1].split('">', 1)[1].split("</script>")[0])
+    assert {trace["name"] for trace in figure["data"]} == {"paraphrase", "question_fact", "distractor"}
+    assert len(figure["layout"]["shapes"]) == 7  # every gate drawn on the distributions
