@@ -8,4 +8,6 @@ urlpatterns = [
     path("recall/compare", views.compare, name="compare"),
     path("recall/orgs", views.orgs, name="orgs"),
     path("recall/calibration", views.calibration_page, name="calibration"),
+    path("recall/traces", views.traces, name="traces"),
+    path("recall/traces/<str:trace_id>", views.trace_detail, name="trace"),
 ]

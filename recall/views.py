@@ -6,6 +6,7 @@ its URL is a shareable link; htmx swaps the results in and pushes that URL.
 """
 
 import json
+from datetime import UTC, datetime
 
 import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
@@ -16,7 +17,7 @@ from rest_framework.exceptions import ValidationError
 
 from memories import inputs
 from memories.errors import first_error
-from retrieval import calibration, clickhouse, namespaces, options, rank, service, thresholds
+from retrieval import calibration, clickhouse, namespaces, options, rank, service, thresholds, trace
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
@@ -194,6 +195,95 @@ def _calibration_charts(reports: list[dict]) -> list[dict]:
             figure.add_vline(x=value, line_dash="dot", annotation_text=gate, annotation_textangle=-90)
         charts.append({"id": f"calibration-{report['calibration_hash']}", "figure": figure.to_json()})
     return charts
+
+
+TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before")
+PAGE = 25
+
+
+@login_required
+@require_GET
+def traces(request: HttpRequest) -> HttpResponse:
+    """The namespace's search trace log, filtered and paged, with latency p50/p95 and the abstain rate over time."""
+    orgs, membership = memberships(request)
+    if membership is None:
+        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+    principal = Principal.of_membership(membership)
+    form = {name: request.GET.get(name, "").strip() for name in TRACE_FILTERS}
+    context = {"orgs": orgs, "org": principal.org, "form": form, "risks": ("low", "medium", "high", "abstain")}
+    try:
+        context["namespaces"] = namespaces.names(principal.org) or ["default"]
+        scope = authorize(principal, None, form["namespace"] or context["namespaces"][0], Role.VIEWER)
+        filters = _trace_filters(form)
+        rows = trace.read(scope, **filters, limit=PAGE + 1, before=form["before"] or None)
+        context.update(scope=scope, rows=rows[:PAGE], next_before=rows[PAGE - 1]["trace_id"] if len(rows) > PAGE else None,
+                       chart=json.dumps(_trace_chart(trace.series(scope, **filters))))  # fmt: skip
+    except (Invalid, AccessDenied) as exc:
+        context["error"] = {"code": exc.code, "message": exc.message, "field": exc.field}
+    except clickhouse.ClickHouseUnavailable as exc:
+        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+    template = "recall/_traces.html" if request.htmx else "recall/traces.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def trace_detail(request: HttpRequest, trace_id: str) -> HttpResponse:
+    """One logged search: its keys, scores and stages, and (where the text was captured) a link that re-runs it."""
+    orgs, membership = memberships(request)
+    if membership is None:
+        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+    principal = Principal.of_membership(membership)
+    try:
+        scope = authorize(principal, None, request.GET.get("namespace", "default"), Role.VIEWER)
+        found = trace.read(scope, trace_id=trace_id, limit=1)
+    except (AccessDenied, clickhouse.ClickHouseUnavailable) as exc:
+        return render(request, "recall/_banner.html", {"error": {"code": getattr(exc, "code", "CLICKHOUSE_UNAVAILABLE"),
+                                                                  "message": str(exc)}}, status=200)  # fmt: skip
+    if not found:
+        return render(request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}},
+                      status=404)  # fmt: skip
+    row = found[0]
+    context = {"row": row, "org": principal.org, "namespace": scope.namespace,
+               "hits": list(zip(row["keys"], row["scores"], row["similarities"]))}  # fmt: skip
+    return render(request, "recall/_trace_detail.html", context)
+
+
+class Invalid(Exception):
+    """A form field the page cannot use, named as the REST envelope names it."""
+
+    code = "INVALID_VALUE"
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
+def _trace_filters(form: dict) -> dict:
+    """The log's filters from the form; a bad one raises Invalid."""
+    found = {"op": form["op"] or None, "risk": form["risk"] or None,
+             "abstain": {"yes": True, "no": False}.get(form["abstain"])}  # fmt: skip
+    for name in ("since", "until"):
+        try:
+            moment = datetime.fromisoformat(form[name]) if form[name] else None
+        except ValueError:
+            raise Invalid(f"{name} must be a date and time, like 2026-11-29T14:00", name) from None
+        found[name] = moment.replace(tzinfo=moment.tzinfo or UTC) if moment else None
+    return found
+
+
+def _trace_chart(points: list[dict]) -> dict:
+    """Latency p50 and p95 over time, and the abstain rate on a second axis."""
+    at = [point["at"].isoformat() for point in points]
+    figure = go.Figure(
+        [go.Scatter(x=at, y=[p["p50"] for p in points], name="latency p50 (ms)", mode="lines+markers"),
+         go.Scatter(x=at, y=[p["p95"] for p in points], name="latency p95 (ms)", mode="lines+markers"),
+         go.Bar(x=at, y=[p["abstain_rate"] for p in points], name="abstain rate", yaxis="y2", opacity=0.35)],
+        layout={"height": 300, "margin": {"l": 50, "r": 50, "t": 30, "b": 40}, "legend": {"orientation": "h"},
+                "yaxis": {"title": {"text": "ms"}}, "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 1],
+                                                                 "title": {"text": "abstain rate"}}},  # fmt: skip
+    )
+    return json.loads(figure.to_json())
 
 
 def _search(principal: Principal, form: dict) -> dict:

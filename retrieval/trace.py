@@ -43,6 +43,24 @@ def record(scope: Scope, request, result, op: str, run_id: str, text_capture: bo
     )
 
 
+# The filters every reader of the log shares; a non-admin's `caller` is its own subject.
+_FILTER = """
+    org = {org:String} AND namespace = {namespace:String}
+    AND ({caller:Nullable(String)} IS NULL OR caller = {caller:Nullable(String)})
+    AND ({since:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at >= {since:Nullable(DateTime64(3, 'UTC'))})
+    AND ({until:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at < {until:Nullable(DateTime64(3, 'UTC'))})
+    AND ({op:Nullable(String)} IS NULL OR op = {op:Nullable(String)})
+    AND ({abstain:Nullable(Bool)} IS NULL OR abstain = {abstain:Nullable(Bool)})
+    AND ({risk:Nullable(String)} IS NULL OR retrieval_risk = {risk:Nullable(String)})
+"""
+
+
+def _params(scope: Scope, since, until, op, abstain, risk, **more) -> dict:
+    mine = None if scope.role >= Role.ADMIN else scope.subject
+    return {"org": scope.org, "namespace": scope.namespace, "caller": mine, "since": since, "until": until,
+            "op": op, "abstain": abstain, "risk": risk, **more}  # fmt: skip
+
+
 def read(
     scope: Scope,
     since: datetime | None = None,
@@ -52,29 +70,39 @@ def read(
     risk: str | None = None,
     limit: int = 50,
     before: str | None = None,
+    trace_id: str | None = None,
 ) -> list[dict]:
-    """Newest first; `before` is the trace_id of the last row of the previous page."""
-    mine = None if scope.role >= Role.ADMIN else scope.subject
+    """Newest first; `before` is the trace_id of the last row of the previous page; `trace_id` reads one row."""
     return clickhouse.query(
-        """
+        f"""
         SELECT created_at, trace_id, op, caller, run_id, query, query_captured, search_mode, top_k, keys, scores,
                similarities, abstain, abstain_code, retrieval_risk, retrieval_confidence, candidates_total,
                degraded, latency_ms, stage_ms
         FROM search_trace_log
-        WHERE org = {org:String} AND namespace = {namespace:String}
-          AND ({caller:Nullable(String)} IS NULL OR caller = {caller:Nullable(String)})
-          AND ({since:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at >= {since:Nullable(DateTime64(3, 'UTC'))})
-          AND ({until:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at < {until:Nullable(DateTime64(3, 'UTC'))})
-          AND ({op:Nullable(String)} IS NULL OR op = {op:Nullable(String)})
-          AND ({abstain:Nullable(Bool)} IS NULL OR abstain = {abstain:Nullable(Bool)})
-          AND ({risk:Nullable(String)} IS NULL OR retrieval_risk = {risk:Nullable(String)})
-          AND ({before:Nullable(String)} IS NULL OR (created_at, trace_id) < (
+        WHERE {_FILTER}
+          AND ({{trace_id:Nullable(String)}} IS NULL OR trace_id = {{trace_id:Nullable(String)}})
+          AND ({{before:Nullable(String)}} IS NULL OR (created_at, trace_id) < (
               SELECT created_at, trace_id FROM search_trace_log
-              WHERE org = {org:String} AND namespace = {namespace:String} AND trace_id = {before:Nullable(String)}
+              WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND trace_id = {{before:Nullable(String)}}
               LIMIT 1))
         ORDER BY created_at DESC, trace_id DESC
-        LIMIT {limit:UInt32}
+        LIMIT {{limit:UInt32}}
         """,
-        {"org": scope.org, "namespace": scope.namespace, "caller": mine, "since": since, "until": until,
-         "op": op, "abstain": abstain, "risk": risk, "before": before, "limit": limit},
-    )  # fmt: skip
+        _params(scope, since, until, op, abstain, risk, before=before, limit=limit, trace_id=trace_id),
+    )
+
+
+def series(scope: Scope, since=None, until=None, op=None, abstain=None, risk=None, buckets: int = 24) -> list[dict]:
+    """Latency p50/p95 and the abstain rate over time, in about `buckets` equal steps of the rows' span."""
+    return clickhouse.query(
+        f"""
+        WITH (SELECT (min(created_at), max(created_at)) FROM search_trace_log WHERE {_FILTER}) AS span,
+             greatest(1, intDiv(dateDiff('second', span.1, span.2), {{buckets:UInt32}}) + 1) AS step
+        SELECT toStartOfInterval(created_at, toIntervalSecond(step)) AS at, count() AS searches,
+               quantile(0.5)(latency_ms) AS p50, quantile(0.95)(latency_ms) AS p95, avg(abstain) AS abstain_rate
+        FROM search_trace_log
+        WHERE {_FILTER}
+        GROUP BY at ORDER BY at
+        """,
+        _params(scope, since, until, op, abstain, risk, buckets=buckets),
+    )

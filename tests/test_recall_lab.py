@@ -187,3 +187,31 @@ def test_an_admin_recalibrates_the_real_embedder_and_sees_the_distributions(loca
     figure = json.loads(page.split('class="plot" data-target="calibration-')[1].split('">', 1)[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} == {"paraphrase", "question_fact", "distractor"}
     assert len(figure["layout"]["shapes"]) == 7  # every gate drawn on the distributions
+
+
+def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, call, settings):
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    agent = Agent(call, alice.token("admin"))
+    agent.call("namespace.register", {"namespace": "default", "text_capture": True}, agent.token)
+    agent.set({"memory_key": "deploy.window", "value": "production deploys run on tuesdays"})
+    agent.search("when do production deploys run")
+    agent.search("zebra migration quantum", search_mode="semantic")
+    client = operator_of(alice, role="admin")
+    page = client.get("/recall/traces", {"namespace": "default"}).content.decode()
+    assert "when do production deploys run" in page and "abstain: below_threshold" in page
+    figure = json.loads(page.split('data-target="trace-chart">')[1].split("</script>")[0])
+    assert {trace["name"] for trace in figure["data"]} == {"latency p50 (ms)", "latency p95 (ms)", "abstain rate"}
+    assert sum(sum(t["y"]) for t in figure["data"] if t["name"] == "abstain rate") > 0
+
+    only = client.get("/recall/traces", {"namespace": "default", "abstain": "yes"}, HTTP_HX_REQUEST="true").content
+    assert b"zebra" in only and b"production deploys" not in only and b"<html" not in only
+    trace_id = agent.call("memory.search_trace_log", {"namespace": "default", "abstain": False}, agent.token).json[
+        "rows"][0]["trace_id"]  # fmt: skip
+    detail = client.get(f"/recall/traces/{trace_id}", {"namespace": "default"}).content.decode()
+    assert "<code>deploy.window</code>" in detail and "Re-run in the Lab" in detail
+    assert "query=when%20do%20production%20deploys%20run" in detail
+
+
+def test_a_bad_trace_filter_is_named_in_the_page(backend, alice):
+    page = operator_of(alice).get("/recall/traces", {"since": "yesterday"}).content
+    assert b"<code>since</code>" in page
