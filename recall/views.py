@@ -6,6 +6,7 @@ its URL is a shareable link; htmx swaps the results in and pushes that URL.
 """
 
 import json
+from functools import wraps
 from datetime import UTC, datetime
 
 import plotly.graph_objects as go
@@ -38,15 +39,27 @@ def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | No
     return found, chosen
 
 
-@login_required
+def member_page(view):
+    """A page of one org the user belongs to: the view gets that org's principal and the context every page
+    starts from; a user of no such org gets the no-org page (403)."""
+
+    @login_required
+    @wraps(view)
+    def page(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        orgs, membership = memberships(request)
+        if membership is None:
+            return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
+        principal = Principal.of_membership(membership)
+        return view(request, principal, {"orgs": orgs, "org": principal.org}, *args, **kwargs)
+
+    return page
+
+
+@member_page
 @require_GET
-def lab(request: HttpRequest) -> HttpResponse:
-    orgs, membership = memberships(request)
-    if membership is None:
-        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
-    principal = Principal.of_membership(membership)
+def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     form = {name: request.GET.get(name, "") for name in FIELDS}
-    context = {"orgs": orgs, "org": principal.org, "form": form, "options": options, "searched": False}
+    context.update(form=form, options=options, searched=False)
     try:
         context["namespaces"] = namespaces.names(principal.org) or ["default"]
         if form["query"].strip():
@@ -62,19 +75,14 @@ def lab(request: HttpRequest) -> HttpResponse:
 CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
 
 
-@login_required
+@member_page
 @require_GET
-def compare(request: HttpRequest) -> HttpResponse:
+def compare(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     """The same query under two configurations, side by side: each row's rank move, rows only in one window,
     overlap@k and the rank correlation of the rows both served."""
-    orgs, membership = memberships(request)
-    if membership is None:
-        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
-    principal = Principal.of_membership(membership)
     shared = {name: request.GET.get(name, "") for name in FIELDS if name not in CONFIG}
     sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
-    context = {"orgs": orgs, "org": principal.org, "form": shared, "sides": sides, "options": options,
-               "searched": False}  # fmt: skip
+    context.update(form=shared, sides=sides, options=options, searched=False)
     try:
         context["namespaces"] = namespaces.names(principal.org) or ["default"]
         if shared["query"].strip():
@@ -150,18 +158,14 @@ def orgs(request: HttpRequest) -> HttpResponse:
     return render(request, "recall/orgs.html", context)
 
 
-@login_required
+@member_page
 @require_http_methods(["GET", "POST"])
-def calibration_page(request: HttpRequest) -> HttpResponse:
+def calibration_page(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     """Per namespace the tier in force, every gate, the calibration's hash and age; the probe corpora's cosines
     with the derived gates drawn on them; for an admin, a button that recalibrates now (POST)."""
-    orgs, membership = memberships(request)
-    if membership is None:
-        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
-    principal = Principal.of_membership(membership)
     embedder = get_embedder()
-    context = {"orgs": orgs, "org": principal.org, "admin": principal.role >= Role.ADMIN,
-               "adaptive": thresholds.adaptive(embedder.model_name), "model": embedder.model_name}  # fmt: skip
+    context.update(admin=principal.role >= Role.ADMIN, adaptive=thresholds.adaptive(embedder.model_name),
+                   model=embedder.model_name)  # fmt: skip
     try:
         if request.method == "POST":
             if not context["admin"]:
@@ -201,16 +205,12 @@ TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before
 PAGE = 25
 
 
-@login_required
+@member_page
 @require_GET
-def traces(request: HttpRequest) -> HttpResponse:
+def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     """The namespace's search trace log, filtered and paged, with latency p50/p95 and the abstain rate over time."""
-    orgs, membership = memberships(request)
-    if membership is None:
-        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
-    principal = Principal.of_membership(membership)
     form = {name: request.GET.get(name, "").strip() for name in TRACE_FILTERS}
-    context = {"orgs": orgs, "org": principal.org, "form": form, "risks": ("low", "medium", "high", "abstain")}
+    context.update(form=form, risks=("low", "medium", "high", "abstain"))
     try:
         context["namespaces"] = namespaces.names(principal.org) or ["default"]
         scope = authorize(principal, None, form["namespace"] or context["namespaces"][0], Role.VIEWER)
@@ -226,14 +226,10 @@ def traces(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-@login_required
+@member_page
 @require_GET
-def trace_detail(request: HttpRequest, trace_id: str) -> HttpResponse:
+def trace_detail(request: HttpRequest, principal: Principal, context: dict, trace_id: str) -> HttpResponse:
     """One logged search: its keys, scores and stages, and (where the text was captured) a link that re-runs it."""
-    orgs, membership = memberships(request)
-    if membership is None:
-        return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
-    principal = Principal.of_membership(membership)
     try:
         scope = authorize(principal, None, request.GET.get("namespace", "default"), Role.VIEWER)
         found = trace.read(scope, trace_id=trace_id, limit=1)
@@ -244,8 +240,7 @@ def trace_detail(request: HttpRequest, trace_id: str) -> HttpResponse:
         return render(request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}},
                       status=404)  # fmt: skip
     row = found[0]
-    context = {"row": row, "org": principal.org, "namespace": scope.namespace,
-               "hits": list(zip(row["keys"], row["scores"], row["similarities"]))}  # fmt: skip
+    context.update(row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"])))
     return render(request, "recall/_trace_detail.html", context)
 
 
