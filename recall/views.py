@@ -6,6 +6,7 @@ its URL is a shareable link; htmx swaps the results in and pushes that URL.
 """
 
 import json
+from contextlib import contextmanager
 from functools import wraps
 from datetime import UTC, datetime
 
@@ -18,9 +19,10 @@ from rest_framework.exceptions import ValidationError
 
 from memories import inputs
 from memories.errors import first_error
-from retrieval import calibration, clickhouse, namespaces, options, rank, service, thresholds, trace
+from retrieval import calibration, clickhouse, namespaces, options, rank, reads, service, thresholds, trace
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
+from retrieval.write import MEMORY_TYPES
 from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
 from tenancy.access import AccessDenied, Principal, authorize
@@ -37,6 +39,30 @@ def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | No
     wanted = request.GET.get("org")
     chosen = next((m for m in found if m.org.name == wanted), None) if wanted else (found[0] if found else None)
     return found, chosen
+
+
+@contextmanager
+def errors_shown(context: dict):
+    """A refusal or an outage becomes the page's error banner (with the field at fault), never a Django error page."""
+    try:
+        yield
+    except (Invalid, AccessDenied) as exc:
+        context["error"] = {"code": exc.code, "message": exc.message, "field": exc.field}
+    except reads.BadCursor as exc:
+        context["error"] = {"code": "INVALID_CURSOR", "message": str(exc), "field": "cursor"}
+    except clickhouse.ClickHouseUnavailable as exc:
+        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+
+
+def _namespace_scope(principal: Principal, form: dict, context: dict):
+    """The org's namespaces for the page's picker, and the scope of the one the form names (else the first)."""
+    context["namespaces"] = namespaces.names(principal.org) or ["default"]
+    return authorize(principal, None, form["namespace"] or context["namespaces"][0], Role.VIEWER)
+
+
+def _respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
+    """An htmx request gets the partial it swaps in; any other the whole page (a pushed URL reloads whole)."""
+    return render(request, partial if request.htmx else page, context)
 
 
 def member_page(view):
@@ -60,15 +86,11 @@ def member_page(view):
 def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     form = {name: request.GET.get(name, "") for name in FIELDS}
     context.update(form=form, options=options, searched=False)
-    try:
+    with errors_shown(context):
         context["namespaces"] = namespaces.names(principal.org) or ["default"]
         if form["query"].strip():
             context.update(searched=True, **_search(principal, form))
-    except clickhouse.ClickHouseUnavailable as exc:
-        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
-    if request.htmx:
-        return render(request, "recall/_results.html", context)
-    return render(request, "recall/lab.html", context)
+    return _respond(request, "recall/_results.html", "recall/lab.html", context)
 
 
 # What Compare lets differ between its two windows; the query, namespace and filters are shared.
@@ -83,15 +105,12 @@ def compare(request: HttpRequest, principal: Principal, context: dict) -> HttpRe
     shared = {name: request.GET.get(name, "") for name in FIELDS if name not in CONFIG}
     sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
     context.update(form=shared, sides=sides, options=options, searched=False)
-    try:
+    with errors_shown(context):
         context["namespaces"] = namespaces.names(principal.org) or ["default"]
         if shared["query"].strip():
             runs = {side: _search(principal, form) for side, form in sides.items()}
             context.update(searched=True, runs=runs, **_moves(runs))
-    except clickhouse.ClickHouseUnavailable as exc:
-        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
-    template = "recall/_compare_results.html" if request.htmx else "recall/compare.html"
-    return render(request, template, context)
+    return _respond(request, "recall/_compare_results.html", "recall/compare.html", context)
 
 
 def _moves(runs: dict) -> dict:
@@ -166,7 +185,7 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
     embedder = get_embedder()
     context.update(admin=principal.role >= Role.ADMIN, adaptive=thresholds.adaptive(embedder.model_name),
                    model=embedder.model_name)  # fmt: skip
-    try:
+    with errors_shown(context):
         if request.method == "POST":
             if not context["admin"]:
                 return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
@@ -175,10 +194,7 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
                 thresholds.forget()
         reports = [thresholds.report(principal.org, name) for name in namespaces.names(principal.org) or ["default"]]
         context.update(reports=reports, charts=_calibration_charts(reports))
-    except clickhouse.ClickHouseUnavailable as exc:
-        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
-    template = "recall/_calibration.html" if request.htmx else "recall/calibration.html"
-    return render(request, template, context)
+    return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)
 
 
 def _calibration_charts(reports: list[dict]) -> list[dict]:
@@ -211,37 +227,28 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
     """The namespace's search trace log, filtered and paged, with latency p50/p95 and the abstain rate over time."""
     form = {name: request.GET.get(name, "").strip() for name in TRACE_FILTERS}
     context.update(form=form, risks=("low", "medium", "high", "abstain"))
-    try:
-        context["namespaces"] = namespaces.names(principal.org) or ["default"]
-        scope = authorize(principal, None, form["namespace"] or context["namespaces"][0], Role.VIEWER)
+    with errors_shown(context):
+        scope = _namespace_scope(principal, form, context)
         filters = _trace_filters(form)
         rows = trace.read(scope, **filters, limit=PAGE + 1, before=form["before"] or None)
         context.update(scope=scope, rows=rows[:PAGE], next_before=rows[PAGE - 1]["trace_id"] if len(rows) > PAGE else None,
                        chart=json.dumps(_trace_chart(trace.series(scope, **filters))))  # fmt: skip
-    except (Invalid, AccessDenied) as exc:
-        context["error"] = {"code": exc.code, "message": exc.message, "field": exc.field}
-    except clickhouse.ClickHouseUnavailable as exc:
-        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
-    template = "recall/_traces.html" if request.htmx else "recall/traces.html"
-    return render(request, template, context)
+    return _respond(request, "recall/_traces.html", "recall/traces.html", context)
 
 
 @member_page
 @require_GET
 def trace_detail(request: HttpRequest, principal: Principal, context: dict, trace_id: str) -> HttpResponse:
     """One logged search: its keys, scores and stages, and (where the text was captured) a link that re-runs it."""
-    try:
-        scope = authorize(principal, None, request.GET.get("namespace", "default"), Role.VIEWER)
+    with errors_shown(context):
+        scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
         found = trace.read(scope, trace_id=trace_id, limit=1)
-    except (AccessDenied, clickhouse.ClickHouseUnavailable) as exc:
-        return render(request, "recall/_banner.html", {"error": {"code": getattr(exc, "code", "CLICKHOUSE_UNAVAILABLE"),
-                                                                  "message": str(exc)}}, status=200)  # fmt: skip
-    if not found:
-        return render(request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}},
-                      status=404)  # fmt: skip
-    row = found[0]
-    context.update(row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"])))
-    return render(request, "recall/_trace_detail.html", context)
+        if not found:
+            return render(request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}},
+                          status=404)  # fmt: skip
+        row = found[0]
+        context.update(row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"])))
+    return render(request, "recall/_banner.html" if "error" in context else "recall/_trace_detail.html", context)
 
 
 class Invalid(Exception):
@@ -279,6 +286,35 @@ def _trace_chart(points: list[dict]) -> dict:
                                                                  "title": {"text": "abstain rate"}}},  # fmt: skip
     )
     return json.loads(figure.to_json())
+
+
+@member_page
+@require_GET
+def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
+    """The namespace's keys, newest first or by confidence, filtered by type and key prefix, paged by cursor."""
+    form = {name: request.GET.get(name, "").strip() for name in ("namespace", "order", "memory_type", "key_prefix",
+                                                                  "cursor")}  # fmt: skip
+    context.update(form=form, memory_types=MEMORY_TYPES)
+    with errors_shown(context):
+        scope = _namespace_scope(principal, form, context)
+        if form["order"] not in ("", "recent", "score"):
+            raise Invalid("order is recent or score", "order")
+        page = reads.list_keys(scope, order=form["order"] or "recent", limit=PAGE, cursor=form["cursor"] or None,
+                               memory_type=form["memory_type"] or None, key_prefix=form["key_prefix"] or None)  # fmt: skip
+        context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
+    return _respond(request, "recall/_memories.html", "recall/memories.html", context)
+
+
+@member_page
+@require_GET
+def memory(request: HttpRequest, principal: Principal, context: dict, memory_key: str) -> HttpResponse:
+    """One key: every version (status, tags, entities, embedding model) and the live rows' chunks."""
+    with errors_shown(context):
+        scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
+        context.update(scope=scope, memory_key=memory_key, versions=reads.history(scope, memory_key),
+                       chunks=reads.chunks(scope, memory_key))  # fmt: skip
+    status = 404 if "error" not in context and not context["versions"] else 200
+    return render(request, "recall/memory.html", context, status=status)
 
 
 def _search(principal: Principal, form: dict) -> dict:

@@ -52,6 +52,19 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
     )
 
 
+def chunks(scope: Scope, memory_key: str) -> list[dict]:
+    """The verbatim chunks of the key's live rows, in order (what the chunk leg searches)."""
+    return clickhouse.query(
+        f"""
+        SELECT agent, session_id, version, chunk_index, start_char, text, embedding_model, embedding_dim
+        FROM memory_chunks FINAL
+        WHERE {_SCOPE} AND memory_key = {{key:String}} AND status = 'active'
+        ORDER BY agent, session_id, version, chunk_index
+        """,
+        _params(scope, key=memory_key),
+    )
+
+
 def bulk_get(scope: Scope, keys: list[str]) -> dict[str, dict]:
     """The newest active row of each key found, by key."""
     rows = clickhouse.query(

@@ -215,3 +215,22 @@ def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, c
 def test_a_bad_trace_filter_is_named_in_the_page(backend, alice):
     page = operator_of(alice).get("/recall/traces", {"since": "yesterday"}).content
     assert b"<code>since</code>" in page
+
+
+def test_memories_lists_pages_and_opens_a_key_with_versions_and_chunks(backend, alice, call, settings):
+    settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150  # a long value is chunked
+    agent = Agent(call, alice.token("admin"))
+    agent.set(*[{"memory_key": f"note.{i}", "value": f"note number {i} about plants"} for i in range(30)])
+    agent.set({"memory_key": "note.0", "value": "note zero, rewritten " + "long text about office plants. " * 12,
+               "tags": ["ops"]})  # fmt: skip
+    client = operator_of(alice)
+    first = client.get("/recall/memories", {"namespace": "default"}).content.decode()
+    assert first.count("<code>note.") == 25 and "Next page" in first
+    cursor = first.split("cursor=")[1].split('"')[0]
+    rest = client.get("/recall/memories", {"namespace": "default", "cursor": cursor}, HTTP_HX_REQUEST="true")
+    assert rest.content.decode().count("<code>note.") == 5
+    assert client.get("/recall/memories", {"namespace": "default", "cursor": "bogus"}).content.count(b"<code>cursor</code>") == 1
+    page = client.get("/recall/memories/note.0", {"namespace": "default"}).content.decode()
+    assert "superseded" in page and "active" in page and "ops" in page and "fake-ngram-384" in page
+    assert "Chunks of the live rows" in page
+    assert client.get("/recall/memories/missing", {"namespace": "default"}).status_code == 404
