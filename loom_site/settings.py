@@ -95,7 +95,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "recall:login"
+LOGIN_REDIRECT_URL = "recall:lab"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

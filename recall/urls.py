@@ -1,3 +1,4 @@
+from django.contrib.auth import views as auth
 from django.urls import path
 
 from recall import views
@@ -5,6 +6,9 @@ from recall import views
 app_name = "recall"
 urlpatterns = [
     path("recall", views.lab, name="lab"),
+    # Dashboard users need not be staff, so the Lab has its own login (the admin's admits staff only).
+    path("recall/login", auth.LoginView.as_view(template_name="recall/login.html"), name="login"),
+    path("recall/logout", auth.LogoutView.as_view(next_page="recall:login"), name="logout"),
     path("recall/compare", views.compare, name="compare"),
     path("recall/orgs", views.orgs, name="orgs"),
     path("recall/calibration", views.calibration_page, name="calibration"),

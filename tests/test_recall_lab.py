@@ -29,9 +29,15 @@ def filled(alice, call):
     return agent
 
 
-def test_a_visitor_is_sent_to_log_in(db):
+def test_a_visitor_is_sent_to_log_in_and_a_member_who_is_not_staff_can(db, alice):
     response = Client().get("/recall")
-    assert response.status_code == 302 and "/login/" in response["Location"]
+    assert response.status_code == 302 and response["Location"] == "/recall/login?next=/recall"
+    user = get_user_model().objects.create_user("member", password="a long passphrase")
+    Membership.objects.create(user=user, org=alice.org, role="viewer")
+    client = Client()
+    assert client.post("/recall/login", {"username": "member", "password": "wrong"}).status_code == 200
+    answered = client.post("/recall/login", {"username": "member", "password": "a long passphrase", "next": "/recall"})
+    assert (answered.status_code, answered["Location"]) == (302, "/recall")
 
 
 def test_a_user_of_no_org_sees_why_not_an_error_page(db):

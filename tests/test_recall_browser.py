@@ -1,0 +1,100 @@
+"""The Recall Lab in a real headless Chromium (Debian's, driven by Playwright): log in, search, see the chart,
+compare two modes, switch an org's model calls off and see a search change. Screenshots go to test-output/."""
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tenancy.models import Membership
+from tests.conftest import Agent
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parent.parent / "test-output"
+# No background traffic: this machine's network is closed, and a refused connection is noise in every test.
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+         "--disable-background-networking", "--disable-component-update"]  # fmt: skip
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it)"),
+]
+
+
+@pytest.fixture
+def browser(operator):
+    """Launched after the operator's rows are written: Playwright's sync API runs an event loop in this thread,
+    and Django refuses ORM calls beside one."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def operator(transactional_db, alice, call, live_server):
+    """An admin of alice's org with a namespace worth searching, and a browser page logged in as them."""
+    name, password = f"op-{uuid.uuid4().hex[:8]}", "correct horse battery"
+    user = get_user_model().objects.create_user(name, password=password)
+    Membership.objects.create(user=user, org=alice.org, role="admin")
+    agent = Agent(call, alice.token("admin"))
+    agent.set({"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
+              {"memory_key": "deploy.rollback", "value": "to roll back a deploy, run kubectl rollout undo"},
+              {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"},
+              # Equally relevant to "deploy window": the confidence prior puts the long one first; without it
+              # (personalization none) the closer cosine puts the short one first.
+              {"memory_key": "window.short", "value": "the deploy window", "confidence": 0.0},
+              {"memory_key": "window.long", "value": "our deploy window is set by the release managers every "
+               "quarter after a review", "confidence": 1.0})  # fmt: skip
+    return {"name": name, "password": password, "url": live_server.url, "agent": agent, "org": alice.name}
+
+
+def log_in(page, operator):
+    page.goto(f"{operator['url']}/recall")
+    page.fill("#id_username", operator["name"])
+    page.fill("#id_password", operator["password"])
+    page.click("form.login button[type=submit]")
+    page.wait_for_url("**/recall")
+
+
+def test_an_operator_searches_compares_and_switches_model_calls(browser, operator):
+    SHOTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, operator)
+
+    page.fill("#q", "when do production deploys run")
+    page.press("#q", "Enter")
+    page.wait_for_selector("table.hits tbody tr")
+    page.wait_for_selector("#components-chart .main-svg")  # plotly drew the stacked components
+    assert page.locator("table.hits tbody tr").first.inner_text().startswith("1\tdeploy.window")
+    assert "query=when%20do%20production%20deploys%20run" in page.url  # the pushed URL is the shareable link
+    page.screenshot(path=str(SHOTS / "recall-lab.png"), full_page=True)
+
+    page.click("nav >> text=Compare")
+    page.fill("#q", "deploy window")
+    page.select_option("select[name=a_search_mode]", "lexical")
+    page.select_option("select[name=b_search_mode]", "lexical")
+    page.select_option("select[name=b_personalization]", "none")
+    page.press("#q", "Enter")
+    page.wait_for_selector("p.summary")
+    assert "overlap@" in page.inner_text("p.summary")
+    a_side = page.locator("section[aria-label='Window A']")
+    assert a_side.locator("li", has_text="window.long").locator(".move.down").count() == 1  # B ranks it lower
+    assert a_side.locator("li", has_text="window.short").locator(".move.up").count() == 1
+    page.screenshot(path=str(SHOTS / "recall-compare.png"), full_page=True)
+
+    page.click("nav >> text=Model calls")
+    page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm asks before the switch
+    row = page.locator("tbody", has_text=operator["org"])
+    row.locator("input[name=reason]").fill("customer asked to pause AI processing")
+    row.locator("button", has_text="Switch off").click()
+    page.wait_for_selector(f"tbody:has-text('{operator['org']}') >> text=Switch on")
+    page.screenshot(path=str(SHOTS / "recall-orgs.png"), full_page=True)
+
+    page.goto(f"{operator['url']}/recall?query=when+do+production+deploys+run")
+    page.wait_for_selector("table.hits tbody tr")
+    assert "leg:vector:model_calls_off" in page.inner_text(".degraded")  # the switch took effect on a search
