@@ -342,7 +342,8 @@ def _search(principal: Principal, form: dict) -> dict:
         return {"error": {"code": exc.code, "message": str(exc), "field": None}}
     except remote.EmbedTimeout as exc:
         return {"error": {"code": "EMBED_TIMEOUT", "message": str(exc), "field": None}}
-    return {"result": result, "chart": json.dumps(_chart(result.hits))}
+    return {"result": result, "chart": json.dumps(_chart(result.hits)),
+            "keywords": reads.keyword_matches(scope, data["query"])}  # fmt: skip
 
 
 def _chart(hits: list[dict]) -> dict:

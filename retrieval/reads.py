@@ -8,7 +8,7 @@ import base64
 import json
 from dataclasses import dataclass
 
-from retrieval import clickhouse
+from retrieval import clickhouse, text
 from tenancy.access import Scope
 
 # Columns a read serves (the table's bookkeeping, revision, stays inside).
@@ -49,6 +49,25 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
         ORDER BY version DESC
         """,
         _params(scope, key=memory_key),
+    )
+
+
+def keyword_matches(scope: Scope, query: str, limit: int = 10) -> list[dict]:
+    """Live keys whose value holds the query's words (stemmed, as the lexical leg reads them), most words first:
+    what a plain keyword search would show beside the ranked hits."""
+    terms = sorted(set(text.stems(text.tokens(query))))
+    if not terms:
+        return []
+    return clickhouse.query(
+        f"""
+        SELECT memory_key, uniqExact(term) AS matched, {{terms_total:UInt32}} AS terms_total
+        FROM memory_terms FINAL
+        WHERE {_SCOPE} AND field = 'value' AND term IN {{terms:Array(String)}} AND status = 'active'
+        GROUP BY memory_key
+        ORDER BY matched DESC, memory_key
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(scope, terms=terms, terms_total=len(terms), limit=limit),
     )
 
 

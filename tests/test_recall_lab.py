@@ -62,6 +62,17 @@ def test_the_page_runs_the_rest_search_and_shows_its_components(backend, alice, 
     assert sum(first) == pytest.approx(api["rank_score"], abs=1e-3)  # the bar adds up to the REST op's score
 
 
+def test_the_keyword_matches_are_the_rows_holding_the_querys_words(backend, alice, filled):
+    def keywords(query):
+        page = operator_of(alice).get("/recall", {"query": query}).content.decode()
+        return page.split('aria-label="Keyword matches"')[1].split("</section>")[0]
+
+    found = keywords("soup fridays")
+    assert "<code>lunch</code> <span class=\"score\">2 of 2 words" in found and "deploy.window" not in found
+    both = keywords("cafeteria tuesdays")  # one word each
+    assert both.count("1 of 2 words") == 2
+
+
 def test_an_htmx_search_gets_the_results_partial_only(backend, alice, filled):
     response = operator_of(alice).get("/recall", {"query": "soup"}, HTTP_HX_REQUEST="true")
     page = response.content.decode()
@@ -240,3 +251,27 @@ def test_memories_lists_pages_and_opens_a_key_with_versions_and_chunks(backend, 
     assert "superseded" in page and "active" in page and "ops" in page and "fake-ngram-384" in page
     assert "Chunks of the live rows" in page
     assert client.get("/recall/memories/missing", {"namespace": "default"}).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/recall", "/recall/compare", "/recall/memories", "/recall/traces",
+                                  "/recall/calibration", "/recall/memories/k", "/recall/traces/t"])
+def test_every_page_refuses_a_user_of_no_org(db, path):
+    user = get_user_model().objects.create_user(f"nobody-{uuid.uuid4().hex[:6]}", password="x")
+    client = Client()
+    client.force_login(user)
+    response = client.get(path)
+    assert response.status_code == 403 and b"not a member of any org" in response.content
+
+
+def test_a_clickhouse_outage_is_a_banner_in_the_page(alice, db):
+    from retrieval import clickhouse
+    from tests.chserver import free_port
+
+    previous = clickhouse.use(f"http://127.0.0.1:{free_port()}")
+    try:
+        client = operator_of(alice)
+        pages = [client.get(path, {"query": "anything"}) for path in ("/recall", "/recall/memories", "/recall/traces")]
+    finally:
+        clickhouse.use(previous)
+    for page in pages:
+        assert page.status_code == 200 and b"CLICKHOUSE_UNAVAILABLE" in page.content and b"Traceback" not in page.content
