@@ -19,7 +19,7 @@ from rest_framework.exceptions import ValidationError
 
 from memories import inputs
 from memories.errors import first_error
-from retrieval import calibration, clickhouse, namespaces, options, rank, reads, service, thresholds, trace
+from retrieval import calibration, clickhouse, costs, namespaces, options, rank, reads, service, thresholds, trace
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.write import MEMORY_TYPES
@@ -93,6 +93,7 @@ def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpRespon
     return _respond(request, "recall/_results.html", "recall/lab.html", context)
 
 
+LAB_OP = "recall.lab"  # how the trace log and the cost rows name a Lab search
 # What Compare lets differ between its two windows; the query, namespace and filters are shared.
 CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
 
@@ -332,7 +333,9 @@ def _search(principal: Principal, form: dict) -> dict:
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         scope = authorize(principal, None, data.pop("namespace"), Role.VIEWER)
-        result = service.search(scope, SearchRequest.of(data), op="recall.lab")
+        with costs.metered() as meter:  # a Lab search's model calls are costed like the REST op's
+            result = service.search(scope, SearchRequest.of(data), op=LAB_OP)
+        costs.record(scope.org, scope.namespace, LAB_OP, scope.subject, meter)
     except ValidationError as exc:
         field, detail = first_error(exc.detail)
         return {"error": {"code": str(getattr(detail, "code", "invalid")).upper(), "message": str(detail), "field": field}}

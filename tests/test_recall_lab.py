@@ -275,3 +275,15 @@ def test_a_clickhouse_outage_is_a_banner_in_the_page(alice, db):
         clickhouse.use(previous)
     for page in pages:
         assert page.status_code == 200 and b"CLICKHOUSE_UNAVAILABLE" in page.content and b"Traceback" not in page.content
+
+
+def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(backend, openai_embedder, model_server, alice,
+                                                                      filled, settings):  # fmt: skip
+    from retrieval import clickhouse
+
+    settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_GATEWAY_HOSTS = "X-Loom-Customer", ["127.0.0.1"]
+    operator_of(alice).get("/recall", {"query": "which day is soup served"})
+    assert model_server.embedding_requests()[-1].headers["x-loom-customer"] == alice.name
+    rows = clickhouse.query_rows("SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}",
+                                 {"org": alice.name})  # fmt: skip
+    assert ("recall.lab", 1) in rows
