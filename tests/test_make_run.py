@@ -62,7 +62,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
     process, base, log = start(var, port)
     try:
         token = printed_token(log)
-        assert "login admin /" in log.read_text()
+        assert "/recall   login admin /" in log.read_text()
         status, body = http("POST", f"{base}/v1/memory.set", {"memory_key": "greeting", "value": "hello"}, token)
         assert status == 201, body
         status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)

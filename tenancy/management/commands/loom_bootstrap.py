@@ -53,7 +53,8 @@ class Command(BaseCommand):
         base = f"http://{host}:{port}"
         self.stdout.write(
             f"\n  Loom Recall is starting on {base}\n"
-            f"  Admin:      {base}/admin/   login {USERNAME} / {saved['password']}\n"
+            f"  Recall Lab: {base}/recall   login {USERNAME} / {saved['password']}\n"
+            f"  Admin:      {base}/admin/   (the same login)\n"
             f"  API docs:   {base}/v1/docs\n"
             f"  API token (org {ORG}, admin, all namespaces; namespace '{NAMESPACE}' is ready):\n"
             f"  {saved['token']}\n"
