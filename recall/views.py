@@ -7,8 +7,8 @@ its URL is a shareable link; htmx swaps the results in and pushes that URL.
 
 import json
 from contextlib import contextmanager
-from functools import wraps
 from datetime import UTC, datetime
+from functools import wraps
 
 import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
@@ -22,9 +22,9 @@ from memories.errors import first_error
 from retrieval import calibration, clickhouse, costs, namespaces, options, rank, reads, service, thresholds, trace
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
-from retrieval.write import MEMORY_TYPES
 from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
+from retrieval.write import MEMORY_TYPES
 from tenancy.access import AccessDenied, Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
@@ -33,6 +33,23 @@ from tenancy.roles import Role
 FIELDS = ("namespace", "query", "search_mode", "recipe", "retrieval_budget", "top_k", "rerank", "personalization",
           "memory_type", "tags", "entity_filter")  # fmt: skip
 LISTS = ("tags", "entity_filter")
+# What Compare lets differ between its two windows; the query, namespace and filters are shared.
+CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
+LAB_OP = "recall.lab"  # how the trace log and the cost rows name a Lab search
+TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before")
+PAGE = 25  # rows per page of the trace log and the memories list
+
+
+class Invalid(Exception):
+    """A form field the page cannot use, named as the REST envelope names it."""
+
+    code = "INVALID_VALUE"
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
 def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | None]:
     """The user's orgs, and the one this page shows (`?org=`, else the first by name)."""
     found = list(Membership.objects.filter(user=request.user).select_related("org", "user").order_by("org__name"))
@@ -91,11 +108,6 @@ def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpRespon
         if form["query"].strip():
             context.update(searched=True, **_search(principal, form))
     return _respond(request, "recall/_results.html", "recall/lab.html", context)
-
-
-LAB_OP = "recall.lab"  # how the trace log and the cost rows name a Lab search
-# What Compare lets differ between its two windows; the query, namespace and filters are shared.
-CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
 
 
 @member_page
@@ -218,10 +230,6 @@ def _calibration_charts(reports: list[dict]) -> list[dict]:
     return charts
 
 
-TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before")
-PAGE = 25
-
-
 @member_page
 @require_GET
 def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
@@ -250,16 +258,6 @@ def trace_detail(request: HttpRequest, principal: Principal, context: dict, trac
         row = found[0]
         context.update(row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"])))
     return render(request, "recall/_banner.html" if "error" in context else "recall/_trace_detail.html", context)
-
-
-class Invalid(Exception):
-    """A form field the page cannot use, named as the REST envelope names it."""
-
-    code = "INVALID_VALUE"
-
-    def __init__(self, message: str, field: str):
-        super().__init__(message)
-        self.message, self.field = message, field
 
 
 def _trace_filters(form: dict) -> dict:
