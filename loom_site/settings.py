@@ -184,6 +184,8 @@ LOOM_LLM_FALLBACK_MODEL = env.string("LOOM_LLM_FALLBACK_MODEL")
 LOOM_LLM_RETRY_ATTEMPTS = env.integer("LOOM_LLM_RETRY_ATTEMPTS", 4, minimum=1, maximum=10)
 LOOM_LLM_RETRY_MAX_WAIT_S = env.number("LOOM_LLM_RETRY_MAX_WAIT_S", 20.0, minimum=0)
 LOOM_LLM_REQUEST_TIMEOUT_S = env.number("LOOM_LLM_REQUEST_TIMEOUT_S", 300.0, minimum=1)
+# The most output tokens reserved for a model's hidden reasoning, on top of a caller's cap.
+LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX = env.integer("LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX", 8192, minimum=0)
 # Claude, through the optional anthropic SDK (requirements-anthropic.txt); ANTHROPIC_BASE_URL honoured.
 ANTHROPIC_API_KEY = env.string("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env.string("ANTHROPIC_BASE_URL")

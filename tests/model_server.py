@@ -26,6 +26,8 @@ class Answer:
     code: str | None = None  # an error's code (a gateway's refusal)
     retry_after: str | None = None
     message: str | None = None  # an error's message (a model's output limit, a field it refuses)
+    reasoning_tokens: int = 0  # hidden reasoning a chat answer reports spending
+    finish_reason: str = "stop"  # "length": the answer hit its output cap
 
 
 @dataclass
@@ -57,7 +59,7 @@ class ModelServer:
                              "param": answer.param}  # fmt: skip
                     return self._send(answer.status, {"error": error}, answer.retry_after)
                 if self.path.endswith("/chat/completions"):
-                    return self._send(200, chat_answer(body, answer.content))
+                    return self._send(200, chat_answer(body, answer.content, answer))
                 if self.path.endswith("/messages"):
                     return self._send(200, messages_answer(body, answer.content))
                 if self.path.endswith(":batchEmbedContents"):
@@ -121,15 +123,18 @@ def gemini_answer(body: dict, answer: Answer) -> dict:
                            for v in vectors]}  # fmt: skip
 
 
-def chat_answer(body: dict, content: str | None = None) -> dict:
+def chat_answer(body: dict, content: str | None = None, answer: Answer | None = None) -> dict:
     """The scripted text, else what it was asked, so a test can tell which prompt and model it served."""
+    answer = answer or Answer()
     user = body["messages"][-1]["content"]
     text = content if content is not None else f"{body['model']} says: {user}"
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()),
-                  "total_tokens": len(user.split()) + len(text.split())},
+        "choices": [{"index": 0, "finish_reason": answer.finish_reason,
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()) + answer.reasoning_tokens,
+                  "total_tokens": len(user.split()) + len(text.split()) + answer.reasoning_tokens,
+                  "completion_tokens_details": {"reasoning_tokens": answer.reasoning_tokens}},
     }  # fmt: skip
 
 

@@ -119,3 +119,17 @@ def test_health_names_the_fake_llm_and_a_missing_key(call, settings, db):
         assert "llm_key_missing" in body["problems"] and body["llm"]["provider"] == "fake"
     finally:
         llm.get_llm.cache_clear()
+
+
+def test_hidden_reasoning_is_reserved_on_top_of_the_cap_and_an_empty_capped_reply_is_sent_again(
+        backend, openai_llm, model_server, org, settings):  # fmt: skip
+    settings.LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX = 1000
+    model_server.script(Answer(reasoning_tokens=300))
+    with customer.for_org(org):
+        openai_llm().complete("s", "first", max_tokens=64)
+        openai_llm().complete("s", "second", max_tokens=64)  # twice the reasoning seen, on top of the caller's 64
+    model_server.script(Answer(content="", finish_reason="length"))  # reasoning ate the whole cap: no text
+    with customer.for_org(org):
+        result = openai_llm().complete("s", "third", max_tokens=64)
+    caps = [seen.body["max_completion_tokens"] for seen in model_server.chat_requests()]
+    assert caps == [64, 664, 664, 1064] and result.text == "gpt-test says: third"

@@ -65,11 +65,11 @@ class OpenAILLM:
         self.traits = Traits(model, cap_field="max_completion_tokens")
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
-        def send():
+        def send(reserve: int | None = None):
             wanted = {"max_completion_tokens": max_tokens, "temperature": 0}
             if response_format:
                 wanted["response_format"] = response_format
-            fields = self.traits.shape(wanted)
+            fields = self.traits.shape(wanted, reserve)
             try:
                 answer = self._client.chat.completions.create(
                     model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -77,14 +77,24 @@ class OpenAILLM:
                 )  # fmt: skip
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
-            usage = answer.usage
-            details = getattr(usage, "prompt_tokens_details", None)
-            return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
-                             usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
-                             cached_input_tokens=getattr(details, "cached_tokens", 0) or 0)  # fmt: skip
+            details = getattr(answer.usage, "completion_tokens_details", None)
+            if hidden := getattr(details, "reasoning_tokens", 0) or 0:
+                self.traits.reasoned(hidden)
+            return answer
 
-        return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
-                                   settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+        def attempt(reserve: int | None = None):
+            return remote.with_retries(self.provider, lambda: send(reserve), settings.LOOM_LLM_RETRY_ATTEMPTS,
+                                       settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+
+        answer = attempt()
+        choice = answer.choices[0]
+        if choice.finish_reason == "length" and not choice.message.content:  # reasoning ate the whole cap
+            answer = attempt(settings.LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX)
+        usage = answer.usage
+        details = getattr(usage, "prompt_tokens_details", None)
+        return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
+                         usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
+                         cached_input_tokens=getattr(details, "cached_tokens", 0) or 0)  # fmt: skip
 
 
 class AnthropicLLM:

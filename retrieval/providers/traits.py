@@ -6,10 +6,17 @@ A 400 naming a field the model does not take drops that field from then on; a 40
 naming the model's output limit clamps every later cap to it. Either way the call is
 sent again at once. The fields a call cannot do without (the model, the prompt, the
 asked-for JSON format) are never dropped.
+
+Hidden reasoning counts against the output cap, so the reasoning tokens a reply
+reports become the model's reserve (twice the most seen, at most
+LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX), added to every caller's cap; a reply that hit
+the cap with no visible text is sent again once with the whole ceiling as reserve.
 """
 
 import logging
 import re
+
+from django.conf import settings
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +30,24 @@ class Traits:
         self.model, self.cap_field = model, cap_field
         self.refused: set[str] = set()
         self.cap: int | None = None
+        self.reserve = 0  # output tokens hidden reasoning takes before the visible answer
 
-    def shape(self, wanted: dict) -> dict:
-        """The request fields to send: `wanted` less what the model refuses, its cap clamped to the model's limit."""
+    def shape(self, wanted: dict, reserve: int | None = None) -> dict:
+        """The request fields to send: `wanted` less what the model refuses, its cap raised by the reasoning
+        reserve and clamped to the model's limit."""
         fields = {name: value for name, value in wanted.items() if name not in self.refused}
-        if self.cap is not None and self.cap_field in fields:
-            fields[self.cap_field] = min(fields[self.cap_field], self.cap)
+        if self.cap_field in fields:
+            fields[self.cap_field] += self.reserve if reserve is None else reserve
+            if self.cap is not None:
+                fields[self.cap_field] = min(fields[self.cap_field], self.cap)
         return fields
+
+    def reasoned(self, tokens: int) -> None:
+        """A reply reported this much hidden reasoning: the reserve grows to twice the most seen."""
+        wanted = min(2 * tokens, settings.LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX)
+        if wanted > self.reserve:
+            log.info("%s reasons before it answers: %d output tokens reserved from now on", self.model, wanted)
+            self.reserve = wanted
 
     def learn(self, status: int | None, message: str, param: str | None, sent: dict) -> bool:
         """Whether this answer taught something, so the call is worth sending again now."""
