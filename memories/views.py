@@ -80,10 +80,8 @@ class OpView(APIView):
 
     def metered_run(self, scope: Scope, data: dict) -> Response:
         """Run the op; if it reached a model provider, its usage becomes one agent_events row."""
-        with costs.metered() as meter:
-            response = self.run(scope, data)
-        costs.record(scope.org, scope.namespace, self.op, scope.subject, meter)
-        return response
+        with costs.accounted(scope.org, scope.namespace, self.op, scope.subject):
+            return self.run(scope, data)
 
     def validate(self, body: dict) -> dict:
         serializer = self.request_serializer(data=body)

@@ -71,10 +71,15 @@ def errors_shown(context: dict):
         context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
 
 
+def _namespace_names(principal: Principal, context: dict) -> list[str]:
+    """The org's namespaces, for the page's picker ("default" while it has none)."""
+    context["namespaces"] = namespaces.names(principal.org) or ["default"]
+    return context["namespaces"]
+
+
 def _namespace_scope(principal: Principal, form: dict, context: dict):
     """The org's namespaces for the page's picker, and the scope of the one the form names (else the first)."""
-    context["namespaces"] = namespaces.names(principal.org) or ["default"]
-    return authorize(principal, None, form["namespace"] or context["namespaces"][0], Role.VIEWER)
+    return authorize(principal, None, form["namespace"] or _namespace_names(principal, context)[0], Role.VIEWER)
 
 
 def _respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
@@ -104,7 +109,7 @@ def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpRespon
     form = {name: request.GET.get(name, "") for name in FIELDS}
     context.update(form=form, options=options, searched=False)
     with errors_shown(context):
-        context["namespaces"] = namespaces.names(principal.org) or ["default"]
+        _namespace_names(principal, context)
         if form["query"].strip():
             context.update(searched=True, **_search(principal, form))
     return _respond(request, "recall/_results.html", "recall/lab.html", context)
@@ -119,7 +124,7 @@ def compare(request: HttpRequest, principal: Principal, context: dict) -> HttpRe
     sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
     context.update(form=shared, sides=sides, options=options, searched=False)
     with errors_shown(context):
-        context["namespaces"] = namespaces.names(principal.org) or ["default"]
+        _namespace_names(principal, context)
         if shared["query"].strip():
             runs = {side: _search(principal, form) for side, form in sides.items()}
             context.update(searched=True, runs=runs, **_moves(runs))
@@ -164,8 +169,7 @@ def _admin_orgs(request: HttpRequest) -> list[str]:
     """The orgs whose model calls this user may switch: every org for staff, else those they administer."""
     if request.user.is_staff:
         return list(Org.objects.order_by("name").values_list("name", flat=True))
-    members = Membership.objects.filter(user=request.user).select_related("org").order_by("org__name")
-    return [m.org.name for m in members if m.role_enum >= Role.ADMIN]
+    return [m.org.name for m in memberships(request)[0] if m.role_enum >= Role.ADMIN]
 
 
 @login_required
@@ -205,7 +209,7 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
             if context["adaptive"]:
                 context["recalibrated"] = calibration.recalibrate(embedder)[2]  # the largest gate drift
                 thresholds.forget()
-        reports = [thresholds.report(principal.org, name) for name in namespaces.names(principal.org) or ["default"]]
+        reports = [thresholds.report(principal.org, name) for name in _namespace_names(principal, context)]
         context.update(reports=reports, charts=_calibration_charts(reports))
     return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)
 
@@ -331,9 +335,8 @@ def _search(principal: Principal, form: dict) -> dict:
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         scope = authorize(principal, None, data.pop("namespace"), Role.VIEWER)
-        with costs.metered() as meter:  # a Lab search's model calls are costed like the REST op's
+        with costs.accounted(scope.org, scope.namespace, LAB_OP, scope.subject):  # costed like the REST op
             result = service.search(scope, SearchRequest.of(data), op=LAB_OP)
-        costs.record(scope.org, scope.namespace, LAB_OP, scope.subject, meter)
     except ValidationError as exc:
         field, detail = first_error(exc.detail)
         return {"error": {"code": str(getattr(detail, "code", "invalid")).upper(), "message": str(detail), "field": field}}

@@ -58,6 +58,14 @@ def metered():
         _meter.reset(token)
 
 
+@contextmanager
+def accounted(org: str, namespace: str, op: str, actor: str):
+    """Meter an op's provider calls; when it completes having reached a provider, write its one agent_events row."""
+    with metered() as meter:
+        yield meter
+    record(org, namespace, op, actor, meter)
+
+
 def _charge(model: str, input_tokens: int, output_tokens: int) -> float:
     price_in, price_out = PRICES.get(model, (0.0, 0.0))
     return (input_tokens * price_in + output_tokens * price_out) / 1_000_000

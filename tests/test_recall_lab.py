@@ -98,9 +98,10 @@ def test_alice_sees_her_namespaces_and_rows_never_bobs(backend, alice, bob, call
 
 
 def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
-    for path in ("/static/recall/vendor/htmx-2.0.11.min.js", "/static/plotly/plotly.min.js", "/static/recall/lab.js"):
+    for path, carries in (("/static/recall/vendor/htmx-2.0.11.min.js", b'version:"2.0.11"'),
+                          ("/static/plotly/plotly.min.js", b"plotly.js"), ("/static/recall/lab.js", b"Plotly.newPlot")):
         response = Client().get(path)
-        assert response.status_code == 200, path
+        assert response.status_code == 200 and carries in b"".join(response.streaming_content), path
 
 
 def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, alice, call, settings):
