@@ -11,13 +11,14 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-embed-")
+from tests.scratch import scratch_dir  # noqa: E402
+
+os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-embed-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
 import django  # noqa: E402

@@ -15,14 +15,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-")
+from tests.scratch import scratch_dir  # noqa: E402
+
+os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
 import django  # noqa: E402
@@ -82,7 +83,7 @@ class HttpServer:
         from tests.chserver import free_port
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
-        env["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-bench-http-")
+        env["LOOM_VAR_DIR"] = scratch_dir("loom-bench-http-")
         python = sys.executable
         manage = lambda *a: subprocess.run([python, "manage.py", *a], cwd=ROOT, env=env, check=True,  # noqa: E731
                                            capture_output=True, text=True).stdout  # fmt: skip

@@ -23,14 +23,16 @@ import math
 import os
 import re
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("LOOM_VAR_DIR", tempfile.mkdtemp(prefix="loom-bench-quality-"))
+from tests.scratch import scratch_dir  # noqa: E402
+
+if "LOOM_VAR_DIR" not in os.environ:  # a kept var/ (with its loaded corpus) may be passed in
+    os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-quality-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
 import django  # noqa: E402

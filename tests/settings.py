@@ -1,9 +1,9 @@
 """Test settings: the real settings, with var/ (SQLite, the embedded ClickHouse) in a temp dir per process."""
 
 import os
-import tempfile
+from tests.scratch import scratch_dir
 
-os.environ["LOOM_VAR_DIR"] = tempfile.mkdtemp(prefix="loom-test-")
+os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-test-")
 for name in list(os.environ):
     if name.startswith(("LOOM_", "OPENAI_", "GEMINI_", "GOOGLE_")) and name != "LOOM_VAR_DIR":
         del os.environ[name]  # a developer's shell settings must not change what tests see
