@@ -211,6 +211,13 @@ LOOM_READS_LLM_FREE = env.boolean("LOOM_READS_LLM_FREE", False)
 LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS", 5.0, minimum=0)
 LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS", 60.0, minimum=0)
 
+# --- memory.ask --------------------------------------------------------------
+# The response cache for its answers: on by default; off by default plus a list of namespaces where it is on.
+LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT = env.boolean("LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT", True)
+LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES = env.strings("LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES")
+# The weight of the used_cited event a cited key gets (memory.outcome's positive event weighs 1 by default).
+LOOM_MEMORY_ASK_CITED_WEIGHT = env.number("LOOM_MEMORY_ASK_CITED_WEIGHT", 0.5, minimum=0, maximum=10)
+
 # --- Search ------------------------------------------------------------------
 LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)
 LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE = env.choice(

@@ -234,6 +234,32 @@ class MemorySearch(OpInput):
         return data
 
 
+class RecentMessage(Strict):
+    role = Choice(("user", "assistant"))
+    content = String(max_chars=4000)
+
+
+class MemoryAsk(MemorySearch):
+    """memory.search's fields (top_k default 15; no paging) and the answer's own."""
+
+    top_k = Integer(min_value=1, max_value=100, required=False, help_text="Hits retrieved, default 15.")
+    query = String(max_chars=4000, allow_empty=False)
+    paging = None
+    page = None
+    render = None
+    allow_synthesis = Boolean(default=True, help_text="false: the evidence only, no LLM call (source retrieval_only).")
+    max_answer_chars = Integer(min_value=50, max_value=20_000, default=2000)
+    recent_messages = RecentMessage(many=True, required=False, max_length=40,
+                                    help_text="Up to 40 earlier turns, so a follow-up resolves its referents; never stored.")  # fmt: skip
+    llm_cache = Boolean(required=False, help_text="Serve and keep the answer in the response cache (default: "
+                        "LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT, or the namespace in LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES).")  # fmt: skip
+    presupposition_rule = Boolean(default=True, help_text="A question whose premise no memory records is answered "
+                                  "with that fact first.")  # fmt: skip
+
+    def validate(self, data):
+        return data
+
+
 class MemoryOutcome(OpInput):
     memory_keys = KeyList(limit=1000)
     outcome = Choice(("positive", "harm"))

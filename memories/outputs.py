@@ -237,6 +237,32 @@ class SearchOut(serializers.Serializer):
     )
 
 
+class AskOut(serializers.Serializer):
+    answer = serializers.CharField(allow_null=True, help_text="The synthesised answer, citing [memory_key]; null "
+                                   "unless source is synthesized.")  # fmt: skip
+    source = serializers.CharField(help_text="synthesized, retrieval_only or abstained")
+    memory_keys = serializers.ListField(child=serializers.CharField(), help_text="The keys the answer cites, in order.")
+    cited_sessions = serializers.ListField(child=serializers.CharField())
+    hits = SearchHitOut(many=True, help_text="The evidence: the search's window.")
+    abstain = serializers.BooleanField()
+    abstain_code = serializers.CharField(allow_null=True)
+    abstain_reason = serializers.CharField(allow_null=True)
+    retrieval_confidence = serializers.FloatField()
+    retrieval_risk = serializers.CharField()
+    superseded_dropped = serializers.IntegerField(help_text="Retired values of the window's keys kept out of synthesis.")
+    stale_sentences_masked = serializers.IntegerField(help_text="Answer sentences masked for restating a retired value.")
+    answer_truncated = serializers.BooleanField(help_text="The answer was cut at max_answer_chars.")
+    model = serializers.CharField(allow_null=True, help_text="The model that wrote the answer.")
+    llm_cache_hit = serializers.BooleanField()
+    llm_cache_saved_usd = serializers.FloatField(help_text="What the cached answer would have cost (estimated).")
+    degraded = serializers.ListField(child=serializers.CharField(),
+                                     help_text="What did not run, e.g. synthesis:model_calls_off, synthesis:failed.")  # fmt: skip
+    search_mode = serializers.CharField()
+    trace_id = serializers.CharField()
+    latency_ms = serializers.FloatField()
+    stage_ms = serializers.DictField(child=serializers.FloatField())
+
+
 class TraceHitOut(serializers.Serializer):
     memory_key = serializers.CharField()
     namespace = serializers.CharField()

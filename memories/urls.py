@@ -12,6 +12,7 @@ OPS = [
     views.MemoryRelated,
     views.NamespaceRegister,
     views.MemorySearch,
+    views.MemoryAsk,
     views.MemorySearchTrace,
     views.MemorySearchTraceLog,
     views.MemoryOutcome,

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import ApiError, error_response
-from retrieval import calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
+from retrieval import ask, calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
@@ -215,6 +215,15 @@ class MemorySearch(OpView):
     def run(self, scope, data):
         result = service.search(scope, SearchRequest.of(data), op=self.op, run_id=data.get("run_id", ""))
         return self.answer(result)
+
+
+class MemoryAsk(OpView):
+    op = "memory.ask"
+    request_serializer = inputs.MemoryAsk
+    response_serializer = outputs.AskOut
+
+    def run(self, scope, data):
+        return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", "")))
 
 
 class MemorySearchTrace(OpView):

@@ -66,7 +66,7 @@ def accounted(org: str, namespace: str, op: str, actor: str):
     record(org, namespace, op, actor, meter)
 
 
-def _charge(model: str, input_tokens: int, output_tokens: int) -> float:
+def price(model: str, input_tokens: int, output_tokens: int) -> float:
     price_in, price_out = PRICES.get(model, (0.0, 0.0))
     return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
 
@@ -74,7 +74,7 @@ def _charge(model: str, input_tokens: int, output_tokens: int) -> float:
 def add_embedding(model: str, tokens: int) -> None:
     if (meter := _meter.get()) is None:
         return
-    cost = _charge(model, tokens, 0)
+    cost = price(model, tokens, 0)
     meter.embedding_tokens += tokens
     meter.embedding_calls += 1
     meter.cost_usd += cost
@@ -84,7 +84,7 @@ def add_embedding(model: str, tokens: int) -> None:
 def add_llm(model: str, input_tokens: int, output_tokens: int) -> None:
     if (meter := _meter.get()) is None:
         return
-    cost = _charge(model, input_tokens, output_tokens)
+    cost = price(model, input_tokens, output_tokens)
     meter.input_tokens += input_tokens
     meter.output_tokens += output_tokens
     meter.llm_calls += 1

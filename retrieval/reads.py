@@ -52,6 +52,24 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
     )
 
 
+def retired_values(scope: Scope, memory_keys: list[str]) -> dict[str, list[str]]:
+    """Each key's superseded values (what memory.ask must not restate as current), newest first."""
+    if not memory_keys:
+        return {}
+    rows = clickhouse.query_rows(
+        f"""
+        SELECT memory_key, value FROM memories FINAL
+        WHERE {_SCOPE} AND memory_key IN {{keys:Array(String)}} AND status = 'superseded'
+        ORDER BY version DESC
+        """,
+        _params(scope, keys=sorted(set(memory_keys))),
+    )
+    retired: dict[str, list[str]] = {}
+    for key, value in rows:
+        retired.setdefault(key, []).append(value)
+    return retired
+
+
 def keyword_matches(scope: Scope, query: str, limit: int = 10) -> list[dict]:
     """Live keys whose value holds the query's words (stemmed, as the lexical leg reads them), most words first:
     what a plain keyword search would show beside the ranked hits."""

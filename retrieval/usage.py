@@ -14,6 +14,7 @@ from retrieval import clickhouse, rank
 from tenancy.access import Scope
 
 OUTCOMES = ("positive", "harm")
+USED_CITED = "used_cited"  # memory.ask cited the key: use, counted as a positive event
 
 
 # Most namespaces never record an outcome: remember which do, so their searches skip the read.
@@ -51,7 +52,7 @@ def earned(org: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]
     )
     events = defaultdict(lambda: {"positive": [], "harm": []})
     for namespace, key, event, weight, age in rows:
-        events[(namespace, key)][event].append((weight, max(age, 0.0)))
+        events[(namespace, key)]["harm" if event == "harm" else "positive"].append((weight, max(age, 0.0)))
     half_life = settings.LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS
     return {
         key: max(0.0, rank.decayed(found["positive"], half_life) - rank.decayed(found["harm"], half_life))

@@ -194,17 +194,18 @@ class Served:
         self.provider, self.model = inner.provider, inner.model
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None,
-                 window_keys: tuple[str, ...] = ()) -> LLMResult:  # fmt: skip
+                 window_keys: tuple[str, ...] = (), cache: bool = True) -> LLMResult:  # fmt: skip
+        """`cache=False` neither reads nor writes the response cache (memory.ask's llm_cache)."""
         org = customer.require()
         digest = hashlib.sha256(
             json.dumps([org, self.model, system, user, max_tokens, response_format], sort_keys=True).encode()
         ).hexdigest()
-        cached = _cache_get(digest)
+        cached = _cache_get(digest) if cache else None
         if cached is not None:
             return LLMResult(cached, self.provider, self.model, from_cache=True)
         result = self.inner.complete(system, user, max_tokens, response_format)
         costs.add_llm(result.model, result.input_tokens, result.output_tokens)
-        if result.text and result.model == self.model:  # a fallback's answer is never cached
+        if cache and result.text and result.model == self.model:  # a fallback's answer is never cached
             _cache_put(digest, org, self.model, result.text, window_keys)
         return result
 
