@@ -83,14 +83,18 @@ def _check_range(name, value, minimum, maximum):
         raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")
 
 
+def _json(name: str, raw: str):
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not JSON: {exc}") from None
+
+
 def check_identity_headers(raw: str, gateway_hosts: list[str]) -> None:
     """LOOM_INFERENCE_IDENTITY_HEADERS_JSON: an object of header name -> template; it needs gateway hosts."""
     if not raw:
         return
-    try:
-        templates = json.loads(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"LOOM_INFERENCE_IDENTITY_HEADERS_JSON is not JSON: {exc}") from None
+    templates = _json("LOOM_INFERENCE_IDENTITY_HEADERS_JSON", raw)
     if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
         raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON must map header names to template strings")
     if not gateway_hosts:
@@ -99,14 +103,29 @@ def check_identity_headers(raw: str, gateway_hosts: list[str]) -> None:
 
 def check_refusals(raw: str) -> None:
     """LOOM_INFERENCE_IDENTITY_REFUSALS_JSON: {"refused": [...], "wait": [...]}, each entry a status and a match."""
-    try:
-        table = json.loads(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"LOOM_INFERENCE_IDENTITY_REFUSALS_JSON is not JSON: {exc}") from None
+    table = _json("LOOM_INFERENCE_IDENTITY_REFUSALS_JSON", raw)
     if not isinstance(table, dict) or set(table) - {"refused", "wait"}:
         raise ImproperlyConfigured('LOOM_INFERENCE_IDENTITY_REFUSALS_JSON must be {"refused": [...], "wait": [...]}')
     for entry in (entry for entries in table.values() for entry in entries):
         if not isinstance(entry.get("status"), int) or not {"code", "type", "message"} & set(entry):
             raise ImproperlyConfigured(
                 f"LOOM_INFERENCE_IDENTITY_REFUSALS_JSON entry {entry}: needs a status and a code, type or message"
+            )
+
+
+def check_rerank_endpoints(raw: str) -> None:
+    """LOOM_RERANK_ENDPOINTS_JSON: {"name": {"url": "http(s)://...", "model": "...", "api_key_env": "..."}}."""
+    if not raw:
+        return
+    table = _json("LOOM_RERANK_ENDPOINTS_JSON", raw)
+    if not isinstance(table, dict):
+        raise ImproperlyConfigured('LOOM_RERANK_ENDPOINTS_JSON must be {"name": {"url": ..., "model": ...}, ...}')
+    for name, endpoint in table.items():
+        if name.startswith("builtin:") or "://" in name or name == "none":
+            raise ImproperlyConfigured(f"LOOM_RERANK_ENDPOINTS_JSON: {name!r} is not a name an endpoint may take")
+        if not isinstance(endpoint, dict) or not str(endpoint.get("url", "")).startswith(("http://", "https://")):
+            raise ImproperlyConfigured(f"LOOM_RERANK_ENDPOINTS_JSON[{name!r}] needs an http(s) url")
+        if set(endpoint) - {"url", "model", "api_key_env"}:
+            raise ImproperlyConfigured(
+                f"LOOM_RERANK_ENDPOINTS_JSON[{name!r}]: unknown fields {sorted(set(endpoint) - {'url', 'model', 'api_key_env'})}"
             )

@@ -17,7 +17,7 @@ from memories.fields import (
     TextPairs,
     Triples,
 )
-from retrieval import options, sensitivity
+from retrieval import options, rerank, sensitivity
 from retrieval.write import MEMORY_TYPES, SOURCE_CLASSES
 
 MAX_BATCH = 500
@@ -171,11 +171,8 @@ class NamespaceRegister(OpInput):
     description = String(required=False, max_chars=1024)
 
     def validate_rerank_endpoint(self, value):
-        if "://" in value:
-            raise ValidationError(
-                "must be builtin:openai[:model], builtin:cohere[:model] or a name from "
-                "LOOM_RERANK_ENDPOINTS_JSON; a URL is refused"
-            )
+        if value and (why := rerank.problem(value)):
+            raise ValidationError(why)
         return value
 
 
@@ -224,8 +221,8 @@ class MemorySearch(OpInput):
     rerank = String(max_chars=256, required=False, help_text="none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint name.")
 
     def validate_rerank(self, value):
-        if "://" in value:
-            raise ValidationError("a URL is refused: name builtin:openai, builtin:cohere or a configured endpoint")
+        if why := rerank.problem(value):
+            raise ValidationError(why)
         return value
 
     def validate(self, data):

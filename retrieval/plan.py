@@ -155,11 +155,12 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
     unmatched = pick("unmatched")
     if not unmatched:
         legs &= {"vector"}
-    multiplier = settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER * (2 if budget == "deep" else 1)
+    rerank = _reranker(request.rerank, rerank_endpoint, budget, notes)
+    multiplier = settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK if rerank else settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER
+    multiplier *= 2 if budget == "deep" else 1
     pool = max(top_k * multiplier, settings.LOOM_MEMORY_SEARCH_POOL_MIN) + pick("extra_candidates")
     if request.paging:
         pool = max(pool, settings.LOOM_MEMORY_SEARCH_PAGING_POOL)
-    rerank = request.rerank if request.rerank is not None else (rerank_endpoint or None)
     return Plan(
         mode=mode,
         mode_source=source,
@@ -180,6 +181,18 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         confidence_weight=pick("confidence_weight"),
         recency_pool_weight=pick("recency_pool_weight", settings.LOOM_MEMORY_SEARCH_RECENCY_POOL_WEIGHT),
         reinforcement_weight=pick("reinforcement_weight", settings.LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT),
-        rerank=None if rerank == "none" else rerank,
+        rerank=rerank,
         notes=notes,
     )
+
+
+def _reranker(asked: str | None, namespace_endpoint: str, budget: str, notes: list[str]) -> str | None:
+    """The reranker a search runs. "none" turns off the namespace's too. An LLM-free read runs only the one the
+    request names; neither it nor a fast one makes builtin:openai's LLM call."""
+    if asked == "none":
+        return None
+    name = asked or (namespace_endpoint if not settings.LOOM_READS_LLM_FREE else "") or None
+    if name and name.startswith("builtin:openai") and (budget == "fast" or settings.LOOM_READS_LLM_FREE):
+        notes.append(f"rerank {name} not run: a {'fast' if budget == 'fast' else 'LLM-free'} read makes no LLM call")
+        return None
+    return name

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
 from retrieval import query as query_text
-from retrieval import spelling, vector_mirror
+from retrieval import rerank, spelling, vector_mirror
 from retrieval.errors import Rejected
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
@@ -120,11 +120,11 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned, ctx.entities))
     ranked = rank.order(candidates)
     clock.lap("rank")
-    served = window.shape(ranked, ctx.plan, prepared.floor)
+    order = _reranked(scope, ctx, ranked, prepared.gates, degraded, clock) if ctx.plan.rerank else ranked
+    served = window.shape(order, ctx.plan, prepared.floor)
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.cosine)
-    degraded += _unserved_providers(ctx.plan)
     result = SearchResult(
         hits=hits(served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens,
                   request.explain),
@@ -148,7 +148,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     )
     if request.paging:
         served_ids = {c.id for c in served}
-        pool_order = window.shape(ranked, replace(ctx.plan, top_k=ctx.plan.pool_size), prepared.floor)
+        pool_order = window.shape(order, replace(ctx.plan, top_k=ctx.plan.pool_size), prepared.floor)
         rest = [c for c in pool_order if c.id not in served_ids]
         result.next = paging.park(scope, rest, ctx.plan, request.explain, verdict)
     clock.lap("window")
@@ -298,6 +298,7 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
 
     Live rows the vector mirror holds come from it; the rest are read.
     """
+    candidates = [c for c in candidates if c.row is None]  # the reranker may have read the pool's head already
     if not candidates:
         return
     by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
@@ -511,9 +512,13 @@ def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[s
     return True
 
 
-def _unserved_providers(plan: Plan) -> list[str]:
-    """Model calls a plan asked for that this deployment cannot make yet: named, never silently dropped."""
-    degraded = []
-    if plan.rerank and not (plan.budget == "fast" and plan.rerank.startswith("builtin:openai")):
-        degraded.append(f"rerank:{plan.rerank}:unavailable")
-    return degraded
+def _reranked(scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates, degraded: list[str],
+              clock: _Clock) -> list[Candidate]:  # fmt: skip
+    """The pool in the reranker's order; the abstain gates keep reading the fused one."""
+    head = ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS]
+    hydrate(ctx.org, head, ctx.model)  # the reranker reads the rows' text
+    top = max((c.similarity for c in ranked), default=0.0)
+    order = rerank.apply(scope, ctx.plan.rerank, ctx.request.query, ranked, top, gates.rerank_skip, degraded,
+                         ctx.plan.notes)  # fmt: skip
+    clock.lap("rerank")
+    return order

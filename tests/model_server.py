@@ -1,5 +1,5 @@
-"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat, Anthropic's messages and
-Gemini's embeddings APIs, and records every request.
+"""A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat, Anthropic's messages,
+Gemini's embeddings and Cohere's rerank APIs, and records every request.
 
 Answers are scripted per test (`server.script(...)`: a status, a delay, a
 malformed vector); unscripted requests get real vectors of the asked width
@@ -28,6 +28,7 @@ class Answer:
     message: str | None = None  # an error's message (a model's output limit, a field it refuses)
     reasoning_tokens: int = 0  # hidden reasoning a chat answer reports spending
     finish_reason: str = "stop"  # "length": the answer hit its output cap
+    ranking: list | None = None  # a rerank answer: document indexes, best first (else by words shared with the query)
 
 
 @dataclass
@@ -62,6 +63,8 @@ class ModelServer:
                     return self._send(200, chat_answer(body, answer.content, answer))
                 if self.path.endswith("/messages"):
                     return self._send(200, messages_answer(body, answer.content))
+                if self.path.endswith("/rerank"):
+                    return self._send(200, rerank_answer(body, answer.ranking))
                 if self.path.endswith(":batchEmbedContents"):
                     return self._send(200, gemini_answer(body, answer))
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -107,6 +110,9 @@ class ModelServer:
     def embedding_requests(self) -> list[Seen]:
         return [seen for seen in self.requests if seen.path.endswith(("/embeddings", ":batchEmbedContents"))]
 
+    def rerank_requests(self) -> list[Seen]:
+        return [seen for seen in self.requests if seen.path.endswith("/rerank")]
+
     def chat_requests(self) -> list[Seen]:
         return [seen for seen in self.requests if seen.path.endswith(("/chat/completions", "/messages"))]
 
@@ -151,3 +157,13 @@ def messages_answer(body: dict, content: str | None = None) -> dict:
 
 
 NAN = float(np.nan)
+
+
+def rerank_answer(body: dict, ranking: list | None) -> dict:
+    """Cohere's v2 rerank: the scripted order, else the documents by how many query words they share."""
+    documents = body["documents"]
+    if ranking is None:
+        words = set(body["query"].lower().split())
+        ranking = sorted(range(len(documents)), key=lambda i: (-len(words & set(documents[i].lower().split())), i))
+    results = [{"index": i, "relevance_score": 1.0 - rank / (len(ranking) + 1)} for rank, i in enumerate(ranking)]
+    return {"id": "rerank-test", "results": results, "meta": {"billed_units": {"search_units": 1}}}

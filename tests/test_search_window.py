@@ -165,17 +165,6 @@ def test_namespace_defaults_shape_the_window(backend, agent, call, settings):
     assert len(agent.search("quarterly report", top_k=3).json["hits"]) == 3
 
 
-def test_a_named_reranker_fails_open_and_says_so(backend, ranker):
-    ranker.set({"memory_key": "a", "value": SAME}, {"memory_key": "b", "value": "other words"})
-    plain = ranker.search("quarterly report")
-    reranked = ranker.search("quarterly report", rerank="builtin:cohere")
-    assert keys(reranked) == keys(plain)
-    assert "rerank:builtin:cohere:unavailable" in reranked.json["degraded"]
-    assert ranker.search("quarterly report", rerank="none").json["degraded"] == []
-    fast = ranker.search("quarterly report", rerank="builtin:openai", retrieval_budget="fast")
-    assert fast.json["degraded"] == []  # a fast read makes no builtin:openai call at all
-
-
 def test_render_reader_returns_the_window_as_one_text_block(backend, ranker):
     ranker.set({"memory_key": "deploy", "value": "quarterly report deploys run on tuesdays", "valid_at": "2026-03-02T00:00:00Z"},
                {"memory_key": "soup", "value": "the cafeteria serves soup", "valid_at": "2026-01-09T00:00:00Z"})  # fmt: skip
