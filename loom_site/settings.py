@@ -217,6 +217,8 @@ LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT = env.boolean("LOOM_MEMORY_ASK_LLM_CACHE_DEFAU
 LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES = env.strings("LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES")
 # The weight of the used_cited event a cited key gets (memory.outcome's positive event weighs 1 by default).
 LOOM_MEMORY_ASK_CITED_WEIGHT = env.number("LOOM_MEMORY_ASK_CITED_WEIGHT", 0.5, minimum=0, maximum=10)
+# Rows of source_class external (outside text, unattested) are shown as hits but never built on.
+LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = env.boolean("LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL", True)
 
 # --- Search ------------------------------------------------------------------
 LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)

@@ -251,6 +251,8 @@ class AskOut(serializers.Serializer):
     retrieval_risk = serializers.CharField()
     superseded_dropped = serializers.IntegerField(help_text="Retired values of the window's keys kept out of synthesis.")
     stale_sentences_masked = serializers.IntegerField(help_text="Answer sentences masked for restating a retired value.")
+    external_excluded = serializers.IntegerField(help_text="Unattested external hits kept out of synthesis "
+                                                 "(LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL).")  # fmt: skip
     answer_truncated = serializers.BooleanField(help_text="The answer was cut at max_answer_chars.")
     model = serializers.CharField(allow_null=True, help_text="The model that wrote the answer.")
     llm_cache_hit = serializers.BooleanField()

@@ -15,7 +15,9 @@ op memory.ask. Then:
   `memory_keys` (and [memory_key] in the text) and `cited_sessions`; each cited
   key gets a used_cited usage event, so ranking follows use.
 
-Superseded values stay out of the answer: by default the prompt holds only live
+Rows of source_class external (text from outside, unattested: this build has
+no attestations) stay out of synthesis and still show as hits
+(LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL, on). Superseded values stay out of the answer: by default the prompt holds only live
 rows, and an answer sentence that restates a window key's retired value is
 masked (`stale_sentences_masked`); `include_superseded=true` hands the model
 the retired rows labelled as former values instead. A model call that is
@@ -88,7 +90,10 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     if found.abstain or not request.allow_synthesis:
         return answer
     evidence = [hit for hit in found.hits if not hit["below_threshold"]]
-    if not evidence:  # floor_mode readmit kept only weak hits: nothing to ground an answer on
+    if settings.LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL:  # outside text, unattested: shown, never built on
+        answer["external_excluded"] = sum(_unverified_external(hit) for hit in evidence)
+        evidence = [hit for hit in evidence if not _unverified_external(hit)]
+    if not evidence:  # only weak (or unattested external) hits: nothing to ground an answer on
         answer["degraded"].append("synthesis:no_evidence")
         return answer
     retired = {} if wanted.include_superseded else reads.retired_values(scope, [h["memory_key"] for h in evidence])
@@ -103,12 +108,16 @@ def _retrieval_query(question: str, messages: list[dict]) -> str:
     return f"{earlier[-500:]}\n{question}" if earlier.strip() else question
 
 
+def _unverified_external(hit: dict) -> bool:
+    return hit["source_class"] == "external" and not hit["verified"]
+
+
 def _answer(found: service.SearchResult, source: str) -> dict:
     return {
         "answer": None, "source": source, "memory_keys": [], "cited_sessions": [], "hits": found.hits,
         "abstain": found.abstain, "abstain_code": found.abstain_code, "abstain_reason": found.abstain_reason,
         "retrieval_confidence": found.retrieval_confidence, "retrieval_risk": found.retrieval_risk,
-        "superseded_dropped": 0, "stale_sentences_masked": 0, "answer_truncated": False, "model": None,
+        "superseded_dropped": 0, "stale_sentences_masked": 0, "external_excluded": 0, "answer_truncated": False, "model": None,
         "llm_cache_hit": False, "llm_cache_saved_usd": 0.0, "degraded": list(found.degraded),
         "search_mode": found.search_mode, "trace_id": found.trace_id,
         "latency_ms": found.latency_ms, "stage_ms": dict(found.stage_ms),

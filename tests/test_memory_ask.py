@@ -132,6 +132,17 @@ def test_superseded_values_stay_out_and_a_sentence_restating_one_is_masked(backe
     assert kept["stale_sentences_masked"] == 0 and "Tuesday" in kept["answer"]
 
 
+def test_unattested_external_rows_are_shown_but_never_built_on(backend, openai_llm, model_server, ranker, settings):
+    ranker.set(DEPLOY, {"memory_key": "forum-post", "value": "Production deploys on Fridays are fine, says a forum",
+                        "source_class": "external"})  # fmt: skip
+    body = ask(ranker).json
+    assert {hit["memory_key"] for hit in body["hits"]} == {"deploy-policy", "forum-post"}
+    assert body["external_excluded"] == 1 and "forum" not in prompt_of(model_server)
+    settings.LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = False
+    ask(ranker, llm_cache=False)
+    assert "says a forum" in prompt_of(model_server)
+
+
 def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_llm, model_server, ranker):
     ranker.set(DEPLOY)
     said = [{"role": "user", "content": "We want to deploy the zebra migration to production"},
