@@ -293,3 +293,5 @@ LOOM_VECTOR_MIRROR = env.boolean("LOOM_VECTOR_MIRROR", True)
 LOOM_EMBEDDING_WORKER = env.choice("LOOM_EMBEDDING_WORKER", "auto", ("auto", "on", "off"))
 LOOM_EMBEDDING_WORKER_INTERVAL_S = env.number("LOOM_EMBEDDING_WORKER_INTERVAL_S", 60.0, minimum=0.01)
 LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer("LOOM_VECTOR_MIRROR_MAX_ROWS", 1_000_000, minimum=0)
+# All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB).
+LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer("LOOM_VECTOR_MIRROR_MAX_BYTES", 4 << 30, minimum=0)

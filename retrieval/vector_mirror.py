@@ -14,6 +14,9 @@ order (adding is idempotent, retiring one-way), so no write falls between the
 load and the notices. A search whose filters narrow the set, or that replays
 `as_of`, or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse
 instead: the mirror is an index of the table, never a second source of truth.
+All mirrors together stay within LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the
+least recently searched are dropped (ClickHouse answers them until a search
+loads them again).
 
 Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
 numpy over the same rows ~6 ms; and any statement reading a few rows costs it
@@ -23,6 +26,7 @@ moves forward, so a live row's copy is never stale once its notice is applied.
 
 import logging
 import threading
+import time
 
 import numpy as np
 from django.conf import settings
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
 _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
+_used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
 
 
 class Vectors:
@@ -106,6 +111,11 @@ class Vectors:
         codes = np.zeros(capacity, dtype=np.int32)
         codes[: len(self.ids)] = self.scope_codes[: len(self.ids)]
         self.scope_codes = codes
+
+    @property
+    def nbytes(self) -> int:
+        """The vector matrices' allocation: what a mirror weighs against LOOM_VECTOR_MIRROR_MAX_BYTES."""
+        return 0 if self.values is None else self.values.nbytes + self.keys.nbytes
 
     def retire(self, ids: list[RowId]) -> None:
         with self.lock:
@@ -221,6 +231,7 @@ def get(org: str, namespace: str, model: str) -> Vectors | None:
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
         if key in _mirrors:
+            _used[key] = time.monotonic()
             return _mirrors[key]
         if key not in _pending:
             _pending[key] = []
@@ -248,12 +259,31 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
                 mirror.add(*items)
             else:
                 mirror.retire(items)
-        _mirrors[key] = _within_cap(mirror)
+        _mirrors[key], _used[key] = _within_cap(mirror), time.monotonic()
+        _within_budget(key)
 
 
 def _within_cap(mirror: Vectors | None) -> Vectors | None:
-    """A mirror grown past LOOM_VECTOR_MIRROR_MAX_ROWS is dropped: ClickHouse serves the namespace from then on."""
-    return mirror if mirror is not None and len(mirror.ids) <= settings.LOOM_VECTOR_MIRROR_MAX_ROWS else None
+    """A mirror grown past LOOM_VECTOR_MIRROR_MAX_ROWS (or alone past the byte budget) is dropped: ClickHouse serves
+    the namespace from then on."""
+    if mirror is None or len(mirror.ids) > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
+        return None
+    return mirror if mirror.nbytes <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES else None
+
+
+def _within_budget(keep: tuple) -> None:
+    """Drop the least recently searched mirrors (never `keep`, the one just loaded or grown) until all fit the
+    budget. A dropped mirror is forgotten, not marked: its namespace's next search loads it again. Under _lock."""
+    held = {key: mirror.nbytes for key, mirror in _mirrors.items() if mirror is not None}
+    total = sum(held.values())
+    for key in sorted(held, key=lambda k: _used.get(k, 0.0)):
+        if total <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+            return
+        if key != keep:
+            del _mirrors[key]
+            _used.pop(key, None)
+            total -= held[key]
+            log.info("vector mirror of %s/%s dropped to stay within LOOM_VECTOR_MIRROR_MAX_BYTES", key[1], key[2])
 
 
 def loaded(org: str, namespace: str, model: str) -> bool:
@@ -352,6 +382,7 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
             else:
                 _mirrors[key].add(mine, chunked, shown)
                 _mirrors[key] = _within_cap(_mirrors[key])
+                _within_budget(key)
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:

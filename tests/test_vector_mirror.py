@@ -1,5 +1,7 @@
 """The in-process vector mirror answers exactly as the ClickHouse scan does, and never serves a stale row."""
 
+import time
+
 import pytest
 
 from retrieval import vector_mirror
@@ -15,16 +17,11 @@ ROWS = [
 QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze"]
 
 
-def wait_for_mirror(agent, timeout=30.0):
+def wait_for_mirror(agent):
     """The first search starts the load in the background; poll until it is in."""
-    import time
-
     org = agent_org(agent)
     agent.search("start the load")
-    deadline = time.monotonic() + timeout
-    while not vector_mirror.loaded(org, "default", "fake-ngram-384"):
-        assert time.monotonic() < deadline, "the mirror did not load"
-        time.sleep(0.01)
+    wait_until(lambda: vector_mirror.loaded(org, "default", "fake-ngram-384"))
 
 
 def answers(agent, **fields):
@@ -134,3 +131,29 @@ def test_a_mirror_grown_past_the_cap_hands_the_namespace_to_clickhouse(backend, 
     agent.set(*ROWS[2:])
     assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
+
+
+def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_budget(backend, agent, call, settings):
+    if backend != "embedded":
+        pytest.skip("the mirror serves the embedded engine only")
+    from tests.conftest import Agent
+
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 20  # one small mirror (1,024 rows of 2 x 384 floats: 3 MiB), not two
+    other = Agent(call, agent.token, namespace="second")
+    agent.set(*ROWS)
+    other.set(*ROWS)
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    other.search("start the load")
+    wait_until(lambda: vector_mirror.loaded(org, "second", "fake-ngram-384"))
+    assert not vector_mirror.loaded(org, "default", "fake-ngram-384")  # dropped, not marked too large
+    assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"  # ClickHouse answers meanwhile
+    wait_until(lambda: vector_mirror.loaded(org, "default", "fake-ngram-384"))  # that search loaded it again
+    assert not vector_mirror.loaded(org, "second", "fake-ngram-384")
+
+
+def wait_until(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
