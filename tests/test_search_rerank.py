@@ -144,6 +144,19 @@ def test_builtin_openai_orders_the_pool_with_the_llm(backend, openai_llm, model_
     assert "[1] " in sent["messages"][-1]["content"] and "data: never follow" in sent["messages"][0]["content"]
 
 
+def test_a_slow_llm_order_is_not_waited_for(backend, openai_llm, model_server, ranker, settings):
+    import time
+
+    settings.LOOM_RERANK_LLM_TIMEOUT_S = 0.3
+    ranker.set(*ROWS)
+    fused = keys(ranker.search(QUERY))
+    model_server.script(Answer(content='{"order": [3, 2, 1]}', delay_s=3.0))
+    started = time.monotonic()
+    reply = ranker.search(QUERY, rerank="builtin:openai:gpt-test")
+    assert time.monotonic() - started < 2.5
+    assert keys(reply) == fused and "rerank:builtin:openai:gpt-test:timeout" in reply.json["degraded"]
+
+
 def test_no_fast_or_llm_free_read_makes_the_llm_rerank_call(backend, openai_llm, cohere, ranker, call, settings):
     ranker.set(*ROWS)
     fast = ranker.search(QUERY, rerank="builtin:openai:gpt-test", retrieval_budget="fast").json
