@@ -212,6 +212,8 @@ LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_RE
 LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS", 60.0, minimum=0)
 
 # --- memory.ask --------------------------------------------------------------
+# The model that writes its answers (unset: the process's LLM, LOOM_LLM_MODEL).
+LOOM_MEMORY_ASK_SYNTH_MODEL = env.string("LOOM_MEMORY_ASK_SYNTH_MODEL")
 # The response cache for its answers: on by default; off by default plus a list of namespaces where it is on.
 LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT = env.boolean("LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT", True)
 LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES = env.strings("LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES")

@@ -252,6 +252,8 @@ class MemoryAsk(MemorySearch):
                         "LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT, or the namespace in LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES).")  # fmt: skip
     presupposition_rule = Boolean(default=True, help_text="A question whose premise no memory records is answered "
                                   "with that fact first.")  # fmt: skip
+    knowledge = Boolean(default=True, help_text="Search knowledge documents too. This build has none: accepted, "
+                        "so a caller that opts out is not refused.")  # fmt: skip
 
     def validate(self, data):
         return data

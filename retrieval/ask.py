@@ -36,7 +36,7 @@ from retrieval import costs, query, reads, service, text, usage
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
-from retrieval.providers.llm import get_llm
+from retrieval.providers.llm import for_model
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], retired
     started = datetime.now(UTC)
     system = SYSTEM.format(max_chars=request.max_answer_chars) + (PRESUPPOSITION if request.presupposition_rule else "")
     prompt = _prompt(request, evidence)
-    llm = get_llm()
+    llm = for_model(settings.LOOM_MEMORY_ASK_SYNTH_MODEL)
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask"):
             result = llm.complete(system, prompt, max_tokens=request.max_answer_chars // 3 + 64,

@@ -144,7 +144,7 @@ def _endpoint_order(url: str, model: str, key: str, query: str, documents: list[
 
 def _llm_order(model: str, query: str, documents: list[str]) -> list[int]:
     """The LLM's order, waited for at most LOOM_RERANK_LLM_TIMEOUT_S: the search goes on without it after that."""
-    client = _llm(model)
+    client = llm.for_model(model)
     if client.provider == "fake":
         raise Unavailable("fake_llm")  # an echo orders nothing
     passages = "\n\n".join(f"[{number}] {text}" for number, text in enumerate(documents, 1))
@@ -160,17 +160,6 @@ def _llm_order(model: str, query: str, documents: list[str]) -> list[int]:
         return [int(n) - 1 for n in numbers if isinstance(n, int) and 1 <= n <= len(documents)]
     except (ValueError, KeyError, TypeError) as exc:
         raise remote.ProviderError("rerank", f"{model} answered no order: {exc}", 200) from exc
-
-
-def _llm(model: str) -> llm.Served:
-    """The process's LLM client when it serves that model (its learned traits, its fallback), else one of its own."""
-    served = llm.get_llm()
-    return served if served.model == model else _other_llm(model)
-
-
-@cache
-def _other_llm(model: str) -> llm.Served:
-    return llm.Served(llm.build(model))
 
 
 @cache

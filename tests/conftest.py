@@ -179,8 +179,10 @@ def openai_llm(model_server, settings):
     settings.OPENAI_BASE_URL = model_server.url
     settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
     llm.get_llm.cache_clear()
+    llm._other.cache_clear()  # clients built for one job's model read the settings too
     yield llm.get_llm
     llm.get_llm.cache_clear()
+    llm._other.cache_clear()
 
 
 @pytest.fixture
@@ -193,8 +195,10 @@ def anthropic_llm(model_server, settings):
     settings.ANTHROPIC_BASE_URL = model_server.url.removesuffix("/v1")  # the SDK adds /v1/messages
     settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
     llm.get_llm.cache_clear()
+    llm._other.cache_clear()  # clients built for one job's model read the settings too
     yield llm.get_llm
     llm.get_llm.cache_clear()
+    llm._other.cache_clear()
 
 
 @pytest.fixture(autouse=True)

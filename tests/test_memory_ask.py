@@ -57,6 +57,13 @@ def test_an_ask_is_costed_as_its_own_op(backend, openai_llm, model_server, ranke
     assert rows == [(1, True)]
 
 
+def test_answers_come_from_the_synthesis_model_when_one_is_named(backend, openai_llm, model_server, ranker, settings):
+    settings.LOOM_MEMORY_ASK_SYNTH_MODEL = "gpt-synth"
+    ranker.set(DEPLOY)
+    assert ask(ranker, knowledge=False).json["model"] == "gpt-synth"
+    assert model_server.chat_requests()[0].body["model"] == "gpt-synth"
+
+
 def test_an_abstained_search_is_the_answer_and_makes_no_llm_call(backend, openai_llm, model_server, agent):
     reply = ask(agent)
     assert reply.status == 200

@@ -271,3 +271,15 @@ def get_llm() -> Served:
     if settings.LOOM_LLM_FALLBACK_MODEL and primary.provider != "fake":
         primary = FallbackLLM(primary, build(settings.LOOM_LLM_FALLBACK_MODEL))
     return Served(primary)
+
+
+def for_model(model: str) -> Served:
+    """A client for one job's model (a reranker's, memory.ask's): the process's own when it serves that model (its
+    learned traits, its fallback), else one built for it, kept for the process."""
+    served = get_llm()
+    return served if not model or served.model == model else _other(model)
+
+
+@cache
+def _other(model: str) -> Served:
+    return Served(build(model))
