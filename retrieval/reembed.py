@@ -15,7 +15,6 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.conf import settings
 
 from retrieval import clickhouse, vector_mirror, write
 from retrieval.providers import customer
@@ -130,24 +129,20 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
     rows = [row for row in rows if tuple(row[name] for name in IDENTITY) in memories]
     if not rows:
         return 0
-    texts, passages = [], []
-    for row in rows:
-        value = memories[tuple(row[name] for name in IDENTITY)]["value"]
-        passages.append(write.passages(value))
-        texts += [value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], row["memory_key"]] + [p for _, p in passages[-1]]
+    values = [memories[tuple(row[name] for name in IDENTITY)]["value"] for row in rows]
+    passages = [write.passages(value) for value in values]
     with customer.for_org(org, namespace, feature="reembed"):
-        vectors = served.embed_many(texts)
-    fresh, chunks, at = [], [], 0
-    for row, cut in zip(rows, passages):
+        vectors = write.embed_rows(served, [(v, row["memory_key"], cut) for v, row, cut in zip(values, rows, passages)])
+    fresh, chunks = [], []
+    for row, cut, (head, key, chunk_vectors) in zip(rows, passages, vectors):
         fresh.append({**row, "embedding_model": served.model_name, "embedding_dim": served.dim,
-                      "value_vector": vectors[at], "key_vector": vectors[at + 1]})  # fmt: skip
+                      "value_vector": head, "key_vector": key})  # fmt: skip
         chunks += [
             {**{name: row[name] for name in IDENTITY}, "embedding_model": served.model_name, "chunk_index": index,
              "revision": row["revision"], "status": row["status"], "start_char": start, "text": passage,
-             "embedding_dim": served.dim, "vector": vectors[at + 2 + index], "created_at": row["created_at"]}
+             "embedding_dim": served.dim, "vector": chunk_vectors[index], "created_at": row["created_at"]}
             for index, (start, passage) in enumerate(cut)
         ]  # fmt: skip
-        at += 2 + len(cut)
     clickhouse.insert("memory_chunks", chunks)
     clickhouse.insert("memory_embeddings", fresh)
     active = [row for row in fresh if row["status"] == "active"]

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 
-from retrieval import chunking, clickhouse, sensitivity, text, thresholds, vector_mirror
+from retrieval import chunking, clickhouse, sensitivity, sentences, text, thresholds, vector_mirror
 from retrieval.eligibility import Eligibility
 from retrieval.errors import Rejected
 from retrieval.providers import customer
@@ -224,21 +224,36 @@ def _embed(plans: list[_Plan]) -> bool:
     todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
     if not todo:
         return True
-    texts = []
-    for plan in todo:
-        texts += [plan.row["value"][: settings.LOOM_MEMORY_EMBED_HEAD_CHARS], plan.row["memory_key"]]
-        texts += [passage for _, passage in plan.chunks]
     try:
-        vectors = get_embedder().embed_many(texts)
+        vectors = embed_rows(get_embedder(), [(plan.row["value"], plan.row["memory_key"], plan.chunks) for plan in todo])
     except customer.SWITCHED as exc:  # stored with stubs; embed_pending embeds them later
         log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
         return False
-    at = 0
-    for plan in todo:
-        plan.head_vector, plan.key_vector = vectors[at], vectors[at + 1]
-        plan.chunk_vectors = vectors[at + 2 : at + 2 + len(plan.chunks)]
-        at += 2 + len(plan.chunks)
+    for plan, (head, key, chunk_vectors) in zip(todo, vectors):
+        plan.head_vector, plan.key_vector, plan.chunk_vectors = head, key, chunk_vectors
     return True
+
+
+def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]]]]) -> list[tuple]:
+    """(value, key, passages) -> (value vector, key vector, passage vectors), in one provider call.
+
+    A value's vector is its head's (LOOM_MEMORY_EMBED_HEAD_CHARS), pooled from its sentences when the embedder
+    asks for that (retrieval/sentences.py). The write path, embed_pending and reembed all embed through here.
+    """
+    texts, spans = [], []
+    for value, key, cut in rows:
+        head = value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS]
+        parts = sentences.pieces(head) if embedder.pools_sentences else [head]
+        spans.append(len(parts))
+        texts += parts + [key] + [passage for _, passage in cut]
+    vectors = embedder.embed_many(texts)
+    out, at = [], 0
+    for (_, _, cut), parts in zip(rows, spans):
+        head = sentences.pooled(vectors[at : at + parts])
+        at += parts
+        out.append((head, vectors[at], vectors[at + 1 : at + 1 + len(cut)]))
+        at += 1 + len(cut)
+    return out
 
 
 def _judge(scope: Scope, plans: list[_Plan]) -> None:

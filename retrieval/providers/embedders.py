@@ -26,6 +26,7 @@ class Embedder(Protocol):
     provider: str
     model_name: str
     dim: int
+    pools_sentences: bool  # a value's vector is the mean of its sentences' (retrieval/sentences.py)
 
     def embed(self, text: str) -> np.ndarray: ...
 
@@ -41,6 +42,7 @@ class FakeEmbedder:
     """
 
     provider = "fake"
+    pools_sentences = False  # trigrams know spelling, not sentences
     key_missing_for = ""  # the real model this fake stands in for, when its key is missing
 
     def __init__(self, dim: int):
@@ -89,6 +91,7 @@ class LocalEmbedder:
     """
 
     provider = "local"
+    pools_sentences = True  # measured on LoCoMo: retrieval/sentences.py
     MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     BATCH = 16  # measured here: larger int8 batches run slower per text on 2 cores
 

@@ -11,6 +11,7 @@ TOKEN_LIMIT = 2048
 
 class GeminiEmbedder:
     provider = "gemini"
+    pools_sentences = False  # reads long text whole; pooling not measured for it
 
     def __init__(self, model: str, api_key: str, dim: int):
         self.model_name, self.dim, self._key = model, dim, api_key

@@ -12,6 +12,7 @@ TOKEN_LIMIT = 8191
 
 class OpenAIEmbedder:
     provider = "openai"
+    pools_sentences = False  # reads long text whole; pooling not measured for it
 
     def __init__(self, model: str, api_key: str, dim: int):
         self.model_name, self.dim = model, dim
