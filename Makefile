@@ -23,9 +23,6 @@ $(VENV)/.dev: requirements-dev.txt requirements-anthropic.txt $(VENV)/.runtime
 # `make run` embeds with the local model (all-MiniLM-L6-v2, CPU, offline; loads in ~1 s)
 # unless LOOM_EMBEDDING_MODEL says otherwise. Tests keep the fake.
 run: export LOOM_EMBEDDING_MODEL ?= local
-# ...paired with hybrid fusion: on LoCoMo dialogue, all-MiniLM-L6-v2's cosine alone only matches BM25 (recall@10
-# 0.540 vs 0.533), hybrid reaches 0.682 (bench/quality.py). The server's own default stays the spec's `semantic`.
-run: export LOOM_MEMORY_SEARCH_DEFAULT_MODE ?= hybrid
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT)

@@ -69,7 +69,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         assert (status, body["value"]) == (200, "hello")
         status, body = http("POST", f"{base}/v1/memory.search", {"query": "a greeting saying hello"}, token)
         assert status == 200 and body["hits"][0]["memory_key"] == "greeting"
-        assert (body["search_mode"], body["mode_source"]) == ("hybrid", "default")  # paired with the local embedder
+        assert (body["search_mode"], body["mode_source"]) == ("semantic", "default")  # the spec's default
         health = http("GET", f"{base}/v1/health")[1]
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
     finally:
