@@ -83,8 +83,8 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
         raise Rejected("READS_LLM_FREE", "LOOM_READS_LLM_FREE=true: reads make no LLM call; ask with "
                        "allow_synthesis=false for the evidence alone", "allow_synthesis", 409)  # fmt: skip
     wanted = request.search
-    wanted = replace(wanted, query=_retrieval_query(wanted.query, request.recent_messages),
-                     top_k=wanted.top_k or TOP_K, bodies=wanted.bodies or "unit")  # fmt: skip
+    wanted = replace(wanted, context=_context(request.recent_messages), top_k=wanted.top_k or TOP_K,
+                     bodies=wanted.bodies or "unit")  # fmt: skip
     found = service.search(scope, wanted, op="memory.ask", run_id=run_id)
     answer = _answer(found, "abstained" if found.abstain else "retrieval_only")
     if found.abstain or not request.allow_synthesis:
@@ -101,11 +101,11 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     return answer
 
 
-def _retrieval_query(question: str, messages: list[dict]) -> str:
-    """A follow-up ("and on Fridays?") names its subject in an earlier turn: the latest user turn joins the search
-    query. The prompt still asks the question as it was put."""
+def _context(messages: list[dict]) -> str:
+    """A follow-up ("and on Fridays?") names its subject in an earlier turn: the latest user turn is searched with
+    the question (the trace log keeps the question alone)."""
     earlier = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    return f"{earlier[-500:]}\n{question}" if earlier.strip() else question
+    return earlier[-500:].strip()
 
 
 def _unverified_external(hit: dict) -> bool:

@@ -91,6 +91,12 @@ class SearchRequest:
     reinforcement_weight: float | None = None
     chunk_max_share: float | None = None
     rerank: str | None = None
+    context: str = ""  # memory.ask: the conversation's latest user turn, searched with the query, never logged
+
+    @property
+    def searched(self) -> str:
+        """What the legs look for: the query, after the context that says what it refers to."""
+        return f"{self.context}\n{self.query}" if self.context else self.query
 
     @classmethod
     def of(cls, data: dict) -> "SearchRequest":

@@ -194,7 +194,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
 def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     config = namespaces.get(scope)
     anchor = _anchor(request)
-    shape = query_text.analyse(request.query, anchor)
+    shape = query_text.analyse(request.searched, anchor)
     plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
     user_id, session_id = _read_scope(scope, request)
     searched, skipped = _namespaces(scope, request)
@@ -204,7 +204,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     work = spelling.Work()
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search", request.user_id):
-            vector = _embed_query(embedder, scope, request.query, work)
+            vector = _embed_query(embedder, scope, request.searched, work)
     except customer.SWITCHED as exc:
         vector = None
         degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
@@ -227,7 +227,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     ctx.key_axis = _key_axis(scope.org, scope.namespace, embedder.model_name)
     wanted = sorted({entity.lower() for entity in request.entity_filter})
     detect = "entity" in plan.legs or "graph" in plan.legs
-    names = set(wanted) | (set(entity_leg.mentioned_names(request.query)) if detect else set())
+    names = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
     present = set(entity_leg.known(scope.org, searched, sorted(names))) if names else set()  # one read for both
     # entity_absent: not one of the filter's entities is in memory.
     missing = wanted if wanted and not present & set(wanted) else []
@@ -496,7 +496,7 @@ def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[s
         return False
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "hyde"):
-            passage = llm.complete(HYDE_PROMPT, ctx.request.query, max_tokens=200).text
+            passage = llm.complete(HYDE_PROMPT, ctx.request.searched, max_tokens=200).text
             vector = get_embedder().embed(passage)
     except customer.ModelCallRefused as exc:
         degraded.append(f"hyde:{exc.code.lower()}")
@@ -518,7 +518,7 @@ def _reranked(scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates,
     head = ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS]
     hydrate(ctx.org, head, ctx.model)  # the reranker reads the rows' text
     top = max((c.similarity for c in ranked), default=0.0)
-    order = rerank.apply(scope, ctx.plan.rerank, ctx.request.query, ranked, top, gates.rerank_skip, degraded,
+    order = rerank.apply(scope, ctx.plan.rerank, ctx.request.searched, ranked, top, gates.rerank_skip, degraded,
                          ctx.plan.notes)  # fmt: skip
     clock.lap("rerank")
     return order

@@ -150,7 +150,10 @@ def test_unattested_external_rows_are_shown_but_never_built_on(backend, openai_l
     assert "says a forum" in prompt_of(model_server)
 
 
-def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_llm, model_server, ranker):
+def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_llm, model_server, ranker, call,
+                                                               settings):  # fmt: skip
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    call("namespace.register", {"namespace": ranker.namespace, "text_capture": True}, ranker.token)
     ranker.set(DEPLOY)
     said = [{"role": "user", "content": "We want to deploy the zebra migration to production"},
             {"role": "assistant", "content": "Which day?"}]  # fmt: skip
@@ -160,6 +163,8 @@ def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_l
     assert "<conversation>\nuser: We want to deploy the zebra migration to production\nassistant: Which day?\n" in sent
     assert sent.endswith("Question: is Friday ok?")
     assert ranker.hits("zebra migration", min_similarity=0) == ["deploy-policy"]  # only the stored memory
+    logged = ranker.call("memory.search_trace_log", {"namespace": ranker.namespace, "op": "memory.ask"}, ranker.token)
+    assert [row["query"] for row in logged.json["rows"]] == ["is Friday ok?"]  # the question, not the conversation
 
 
 def test_a_memory_cannot_close_the_fence_around_it(backend, openai_llm, model_server, ranker):
