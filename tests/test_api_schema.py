@@ -19,6 +19,17 @@ def test_schema_lists_every_op_with_its_request_fields(db):
     assert doc["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
 
 
+def test_memory_ask_documents_its_own_fields_and_answer(db):
+    doc = json.loads(Client().get("/v1/schema?format=json").content)
+    schemas = doc["components"]["schemas"]
+    post = doc["paths"]["/v1/memory.ask"]["post"]
+    request = schemas[post["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]]["properties"]
+    assert {"query", "allow_synthesis", "max_answer_chars", "recent_messages", "llm_cache"} <= set(request)
+    assert "paging" not in request and "page" not in request
+    answer = schemas[post["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]]
+    assert {"answer", "source", "memory_keys", "cited_sessions", "hits"} <= set(answer["properties"])
+
+
 def test_docs_page_loads_its_assets_from_this_server(db):
     page = Client().get("/v1/docs").content.decode()
     assert "swagger-ui" in page
