@@ -1,6 +1,6 @@
 """memory.search latency at 10k and 100k memories in one namespace, against a numpy exact scan.
 
-    .venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 60] [--budget fast]
+    .venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 60] [--budget fast] [--rerank]
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled with a
 running number, written through the service layer (fake embedder, 384-d);
@@ -9,7 +9,10 @@ queries are the LoCoMo questions. Each search runs the `fast` budget through
 every query's embedding is cached (the target's terms). The baseline, timed in the
 same run on the same vectors: numpy `X @ q` and an argpartition top-k over a
 float32 matrix already in memory. Reported: median (p50) and p95 per search,
-and the p50 ratio to numpy.
+and the p50 ratio to numpy. `--rerank` also times each search with
+`rerank: "builtin:cohere"` against an instant Cohere-speaking reranker on
+127.0.0.1 (tests/model_server.py): what the rerank step itself costs (the widened
+pool, reading its head's text, the round trip), not a reranker's own latency.
 """
 
 import argparse
@@ -71,11 +74,13 @@ def numpy_baseline(scope: Scope, questions: list[str], top_k: int) -> list[float
     return timings
 
 
-def searches(scope: Scope, questions: list[str], budget: str, top_k: int) -> tuple[list[float], dict]:
+def searches(scope: Scope, questions: list[str], budget: str, top_k: int, rerank: str | None = None,
+             ) -> tuple[list[float], dict]:  # fmt: skip
     timings, stages = [], {}
     for question in questions:
         start = time.perf_counter()
-        result = service.search(scope, SearchRequest(query=question, retrieval_budget=budget, top_k=top_k))
+        request = SearchRequest(query=question, retrieval_budget=budget, top_k=top_k, rerank=rerank)
+        result = service.search(scope, request)
         timings.append((time.perf_counter() - start) * 1000)
         for stage, ms in result.stage_ms.items():
             stages.setdefault(stage, []).append(ms)
@@ -88,8 +93,16 @@ def main():
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--budget", default="fast", choices=["fast", "standard", "deep"])
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--rerank", action="store_true", help="also time searches through a loopback reranker")
     args = parser.parse_args()
     schema.apply()
+    if args.rerank:
+        from django.conf import settings
+
+        from tests.model_server import ModelServer
+
+        reranker = ModelServer().start()
+        settings.COHERE_API_KEY, settings.LOOM_COHERE_BASE_URL = "bench", reranker.url.removesuffix("/v1")
     turns, questions = corpus()
     questions = questions[: args.queries]
     print(f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
@@ -108,6 +121,10 @@ def main():
         print(f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {base50:>10.2f} "
               f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}")  # fmt: skip
         stage_report.append((size, stages))
+        if args.rerank:
+            reranked, rerank_stages = searches(scope, questions, args.budget, args.top_k, "builtin:cohere")
+            print(f"{'':>9} reranked: p50 {percentile(reranked, 50):.1f} p95 {percentile(reranked, 95):.1f} "
+                  f"({percentile(reranked, 50) / p50:.1f}x the search; rerank step {rerank_stages.get('rerank', 0):.1f})")
     for size, stages in stage_report:
         print(f"stages at {size} (median ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
 

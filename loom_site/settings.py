@@ -136,6 +136,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.string("LOOM_LOG_LEVEL", "INFO")},
+    # The providers' HTTP client logs a line per request at INFO; our senders log what goes wrong.
+    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
 }
 
 # --- ClickHouse -------------------------------------------------------------
