@@ -15,7 +15,6 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-
 from retrieval import clickhouse, vector_mirror, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
