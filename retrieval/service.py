@@ -244,21 +244,20 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
     respells. A lookup that fails or runs past its bound, or a respelled embed that fails, leaves the query as
     typed, and says so (`query_spellings_skipped`).
     """
-    words = spelling.candidates(query)
-    known = spelling.cached(scope.org, scope.namespace, words) if words else {}
+    known, missing = spelling.remembered(scope.org, scope.namespace, spelling.candidates(query))
     asked, started = None, time.monotonic()
-    if known is None and spelling.backing_off(scope.org, scope.namespace):
-        known, work.query_spellings_skipped = {}, True
-    elif known is None:
-        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, words)
+    if missing and spelling.backing_off(scope.org, scope.namespace):
+        work.query_spellings_skipped = True
+    elif missing:
+        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, missing)
     typed = None if known else embedder.embed(query)
     if asked is not None:
         try:
-            known = asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started)))
+            known.update(asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started))))
             spelling.succeeded(scope.org, scope.namespace)
         except Exception as exc:  # noqa: BLE001 -- a lookup that fails costs the rewrite, never the search
             spelling.failed(scope.org, scope.namespace, exc)
-            known, work.query_spellings_skipped = {}, True
+            work.query_spellings_skipped = True
     if known:
         try:
             vector = embedder.embed(spelling.respelled(query, known))

@@ -7,7 +7,7 @@ spelling with a capital past the first letter, used by at least two rows and by 
 many as write the word plainly (title case counts as plain: "What" opens a sentence, it
 is no identifier). Lexical matching is case-insensitive already and is unchanged.
 
-A lookup's answer is kept a minute. A namespace whose lookup fails three times in a row
+Each word's answer is kept a minute, so a query looks up only the words no recent query had. A namespace whose lookup fails three times in a row
 backs off (a minute, doubling up to an hour; a success ends the streak): its queries
 embed as typed, with `query_spellings_skipped`.
 """
@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 MIN_LETTERS = 4
 CACHE_S = 60.0
+MAX_REMEMBERED = 100_000  # words; past it, expired answers are dropped
 LOOKUP_BOUND_S = 0.4
 BACKOFF_AFTER, BACKOFF_FIRST_S, BACKOFF_MAX_S = 3, 60.0, 3600.0
 
@@ -58,17 +59,24 @@ def respelled(query: str, spellings: dict[str, str]) -> str:
 class _State:
     def __init__(self):
         self.lock = threading.Lock()
-        self.answers: dict[tuple, tuple[float, dict[str, str]]] = {}  # (target, org, ns, words) -> (when, spellings)
+        self.answers: dict[tuple, tuple[float, str | None]] = {}  # (target, org, ns, word) -> (when, its spelling)
         self.failures: dict[tuple, tuple[int, float]] = {}  # (target, org, ns) -> (streak, backing off until)
 
 
 _state = _State()
 
 
-def cached(org: str, namespace: str, words: list[str]) -> dict[str, str] | None:
+def remembered(org: str, namespace: str, words: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The spellings of the words looked up in the last minute, and the words still to look up."""
+    known, missing, now, target = {}, [], time.monotonic(), clickhouse.target()
     with _state.lock:
-        held = _state.answers.get((clickhouse.target(), org, namespace, tuple(words)))
-    return held[1] if held and time.monotonic() - held[0] < CACHE_S else None
+        for word in words:
+            held = _state.answers.get((target, org, namespace, word))
+            if held is None or now - held[0] >= CACHE_S:
+                missing.append(word)
+            elif held[1]:
+                known[word] = held[1]
+    return known, missing
 
 
 def backing_off(org: str, namespace: str) -> bool:
@@ -93,8 +101,12 @@ def lookup(org: str, namespace: str, words: list[str]) -> dict[str, str]:
         {"org": org, "namespace": namespace, "words": words},
     )
     spellings = {word: found for word in words if (found := _spelling(word, {w: n for w, n in rows}))}
+    now, target = time.monotonic(), clickhouse.target()
     with _state.lock:
-        _state.answers[(clickhouse.target(), org, namespace, tuple(words))] = (time.monotonic(), spellings)
+        if len(_state.answers) > MAX_REMEMBERED:  # forget what is past its minute
+            _state.answers = {key: held for key, held in _state.answers.items() if now - held[0] < CACHE_S}
+        for word in words:
+            _state.answers[(target, org, namespace, word)] = (now, spellings.get(word))
     return spellings
 
 

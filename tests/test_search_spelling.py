@@ -67,3 +67,19 @@ def test_a_failing_lookup_embeds_as_typed_and_three_in_a_row_back_off(backend, a
         assert reply.status == 200 and reply.json["hits"]  # the search goes on, as typed
         assert work(reply) == {"query_spellings": {}, "query_spellings_skipped": True}
     assert len(calls) == 3  # the fourth search found the namespace backing off: no lookup
+
+
+def test_a_word_is_looked_up_once_whatever_query_it_comes_in(backend, agent, monkeypatch):
+    agent.set(*CATALOG)
+    asked = []
+    lookup = spelling.lookup
+
+    def spy(org, namespace, words):
+        asked.append(list(words))
+        return lookup(org, namespace, words)
+
+    monkeypatch.setattr(spelling, "lookup", spy)
+    agent.search("datalakecatalog metadata")
+    assert work(agent.search("datalakecatalog"))["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
+    agent.search("metadata restarts")
+    assert asked == [["datalakecatalog", "metadata"], ["restarts"]]  # only the word not seen yet is looked up
