@@ -96,7 +96,8 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     if not evidence:  # only weak (or unattested external) hits: nothing to ground an answer on
         answer["degraded"].append("synthesis:no_evidence")
         return answer
-    retired = {} if wanted.include_superseded else reads.retired_values(scope, [h["memory_key"] for h in evidence])
+    retired = {} if wanted.include_superseded else reads.retired_values(scope, [(h["namespace"], h["memory_key"])
+                                                                                for h in evidence])  # fmt: skip
     _synthesize(scope, request, evidence, retired, answer)
     return answer
 
@@ -197,7 +198,7 @@ def _cited(answer: str, evidence: list[dict]) -> tuple[list[dict], str]:
     return cited, re.sub(r" +([.,;:!?])", r"\1", _CITATION.sub(rewrite, answer)).strip()
 
 
-def _masked(answer: str, retired: dict[str, list[str]], evidence: list[dict], question: str) -> tuple[str, int]:
+def _masked(answer: str, retired: dict[tuple[str, str], list[str]], evidence: list[dict], question: str) -> tuple[str, int]:
     """Mask each sentence that restates a retired value: it carries words only a retired value has (none of the
     live evidence nor the question) — two of them, or the one such word a short retired value has."""
     if not retired:

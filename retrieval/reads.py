@@ -52,21 +52,25 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
     )
 
 
-def retired_values(scope: Scope, memory_keys: list[str]) -> dict[str, list[str]]:
-    """Each key's superseded values (what memory.ask must not restate as current), newest first."""
-    if not memory_keys:
+def retired_values(scope: Scope, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """Each (namespace, key)'s superseded values (what memory.ask must not restate as current), newest first.
+
+    The namespaces are those a search already served the caller (its own, or all_mine's)."""
+    if not keys:
         return {}
     rows = clickhouse.query_rows(
-        f"""
-        SELECT memory_key, value FROM memories FINAL
-        WHERE {_SCOPE} AND memory_key IN {{keys:Array(String)}} AND status = 'superseded'
+        """
+        SELECT namespace, memory_key, value FROM memories FINAL
+        WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND memory_key IN {keys:Array(String)}
+          AND (namespace, memory_key) IN {pairs:Array(Tuple(String, String))} AND status = 'superseded'
         ORDER BY version DESC
         """,
-        _params(scope, keys=sorted(set(memory_keys))),
-    )
-    retired: dict[str, list[str]] = {}
-    for key, value in rows:
-        retired.setdefault(key, []).append(value)
+        {"org": scope.org, "namespaces": sorted({ns for ns, _ in keys}), "keys": sorted({key for _, key in keys}),
+         "pairs": sorted(set(keys))},
+    )  # fmt: skip
+    retired: dict[tuple[str, str], list[str]] = {}
+    for namespace, key, value in rows:
+        retired.setdefault((namespace, key), []).append(value)
     return retired
 
 

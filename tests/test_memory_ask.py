@@ -150,6 +150,16 @@ def test_unattested_external_rows_are_shown_but_never_built_on(backend, openai_l
     assert "says a forum" in prompt_of(model_server)
 
 
+def test_a_retired_value_from_another_of_my_namespaces_is_masked_too(backend, openai_llm, model_server, ranker, call):
+    other = Agent(call, ranker.token, namespace="ops")
+    other.set({"memory_key": "deploy-window", "value": "Deploys happen on Tuesday at 10:00"})
+    other.set({"memory_key": "deploy-window", "value": "Deploys happen on Thursday at 14:00"})
+    model_server.script(Answer(content="Deploys happen on Tuesday at 10:00 [1]."))
+    body = ask(ranker, "when do deploys happen?", namespace_scope="all_mine").json
+    assert [(hit["namespace"], hit["memory_key"]) for hit in body["hits"]] == [("ops", "deploy-window")]
+    assert (body["superseded_dropped"], body["stale_sentences_masked"]) == (1, 1)
+
+
 def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_llm, model_server, ranker, call,
                                                                settings):  # fmt: skip
     settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
