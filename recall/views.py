@@ -346,13 +346,14 @@ def _search(principal: Principal, form: dict) -> dict:
         return {"error": {"code": exc.code, "message": str(exc), "field": None}}
     except remote.EmbedTimeout as exc:
         return {"error": {"code": "EMBED_TIMEOUT", "message": str(exc), "field": None}}
-    return {"result": result, "chart": json.dumps(_chart(result.hits)),
+    reranked = any("rerank_from" in hit["score_components"] for hit in result.hits)
+    return {"result": result, "chart": json.dumps(_chart(result.hits, reranked)), "reranked": reranked,
             "keywords": reads.keyword_matches(scope, data["query"])}  # fmt: skip
 
 
-def _chart(hits: list[dict]) -> dict:
+def _chart(hits: list[dict], reranked: bool = False) -> dict:
     """Each hit's rank score as one horizontal bar stacked from its parts: the fused relevance and each rank term
-    at the scale it counts (under rrf, 1/61)."""
+    at the scale it counts (under rrf, 1/61). After a reranker, the bars are the fused scores it reordered."""
     labels = [f"{rank}. {hit['memory_key']}" for rank, hit in enumerate(hits, 1)]
     parts = ["relevance"] + [term for term in rank.TERMS if any(hit["score_components"].get(term) for hit in hits)]
 
@@ -365,6 +366,7 @@ def _chart(hits: list[dict]) -> dict:
         [go.Bar(name=part, y=labels, x=[counted(hit, part) for hit in hits], orientation="h") for part in parts],
         layout={"barmode": "relative", "height": 120 + 28 * len(hits), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
                 "yaxis": {"autorange": "reversed", "automargin": True}, "legend": {"orientation": "h"},
-                "title": {"text": "rank score, stacked from its parts"}},  # fmt: skip
+                "title": {"text": "fused score before the reranker's order, stacked from its parts" if reranked
+                          else "rank score, stacked from its parts"}},  # fmt: skip
     )
     return json.loads(figure.to_json())

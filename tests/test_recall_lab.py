@@ -62,6 +62,20 @@ def test_the_page_runs_the_rest_search_and_shows_its_components(backend, alice, 
     assert sum(first) == pytest.approx(api["rank_score"], abs=1e-3)  # the bar adds up to the REST op's score
 
 
+def test_a_reranked_window_shows_where_each_hit_stood_before(backend, alice, filled, model_server, settings):
+    from tests.model_server import Answer
+
+    settings.COHERE_API_KEY, settings.LOOM_COHERE_BASE_URL = "co-test", model_server.url.removesuffix("/v1")
+    filled.call("namespace.register", {"namespace": "default", "retrieval_defaults": {"min_similarity": 0}}, filled.token)
+    query = "when do production deploys run"
+    fused = [hit["memory_key"] for hit in filled.search(query).json["hits"]]
+    model_server.script(Answer(ranking=[1, 0]))
+    page = operator_of(alice).get("/recall", {"query": query, "rerank": "builtin:cohere"}).content.decode()
+    rows = page.split("<tbody>")[1].split("</tbody>")[0].split("<tr")[1:]
+    assert fused[1] in rows[0] and "<td>#2</td>" in rows[0] and "<td>#1</td>" in rows[1]
+    assert "before the reranker" in page
+
+
 def test_the_keyword_matches_are_the_rows_holding_the_querys_words(backend, alice, filled):
     def keywords(query):
         page = operator_of(alice).get("/recall", {"query": query}).content.decode()
