@@ -58,7 +58,8 @@ PRESUPPOSITION = (
     "\n- If the question assumes something no memory records, say first that no memory records it, then "
     "answer what the memories do support. If they do not answer it at all, say so in one sentence and cite nothing."
 )
-_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_BRACKETED = re.compile(r"\[([^\[\]\n]{1,512})\]")
+_NUMBERS = re.compile(r"\d+(?:\s*[,;]\s*\d+)*")
 _FENCE = re.compile(r"</?\s*(memories|conversation)\s*>", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -187,15 +188,27 @@ def _fenced(content: str) -> str:
 
 
 def _cited(answer: str, evidence: list[dict]) -> tuple[list[dict], str]:
-    """The hits the answer cites, in order, and the answer with each [n] written as [memory_key]."""
-    cited = []
+    """The hits the answer cites, in order, and the answer with each citation written as [memory_key].
+
+    A model cites by number as asked ([2], [1, 3]); one that cites a key it was shown ([deploy-policy]) counts too.
+    A number that names no memory is dropped; other bracketed text ([sic]) is left as written.
+    """
+    cited, by_key = [], {}
+    for hit in evidence:
+        by_key.setdefault(hit["memory_key"], hit)
 
     def rewrite(match):
-        hits = [evidence[n - 1] for n in map(int, re.split(r"\s*[,;]\s*", match.group(1))) if 1 <= n <= len(evidence)]
+        inside = match.group(1)
+        if _NUMBERS.fullmatch(inside):
+            hits = [evidence[n - 1] for n in map(int, re.split(r"\s*[,;]\s*", inside)) if 1 <= n <= len(evidence)]
+        elif inside in by_key:
+            hits = [by_key[inside]]
+        else:
+            return match.group(0)
         cited.extend(hits)
         return "".join(f"[{hit['memory_key']}]" for hit in hits)
 
-    return cited, re.sub(r" +([.,;:!?])", r"\1", _CITATION.sub(rewrite, answer)).strip()
+    return cited, re.sub(r" +([.,;:!?])", r"\1", _BRACKETED.sub(rewrite, answer)).strip()
 
 
 def _masked(answer: str, retired: dict[tuple[str, str], list[str]], evidence: list[dict], question: str) -> tuple[str, int]:

@@ -35,6 +35,15 @@ def test_an_answer_cites_the_memories_it_used(backend, openai_llm, model_server,
     assert "synthesis" in body["stage_ms"]
 
 
+def test_a_model_that_cites_by_key_is_understood_and_other_brackets_are_left_alone(backend, openai_llm, model_server,
+                                                                                  ranker):  # fmt: skip
+    ranker.set(DEPLOY)
+    model_server.script(Answer(content="Frozen on Fridays [deploy-policy], as the policy [sic] says."))
+    body = ask(ranker).json
+    assert body["memory_keys"] == ["deploy-policy"]
+    assert body["answer"] == "Frozen on Fridays [deploy-policy], as the policy [sic] says."
+
+
 def test_a_cited_key_gets_a_used_cited_event_and_ranking_follows_use(backend, openai_llm, model_server, ranker):
     ranker.set(DEPLOY)
     model_server.script(Answer(content="Frozen on Fridays [1]."))
