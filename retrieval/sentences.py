@@ -4,8 +4,9 @@ A small sentence model (all-MiniLM-L6-v2) embeds a multi-sentence value as a blu
 of its topics; the mean of its sentences' vectors keeps each of them findable. On
 LoCoMo's dialogue turns, cosine alone went from recall@10 0.521 (each turn
 embedded whole) to 0.664 (its sentences of three or more words, each carrying the
-turn's "Speaker: " label, averaged); the same sentences without the label scored
-0.457, and keeping the short ones ("Wow!") 0.644. An embedder says whether it wants
+turn's "Speaker: " label, averaged). Averaging the short ones too ("Wow!") gave
+0.644; the best of the whole turn and its sentences without the label, 0.457 (the
+questions name the speaker). An embedder says whether it wants
 this (`pools_sentences`: the local models do; remote ones read long text well and
 were not measured here).
 """
