@@ -276,18 +276,6 @@ LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = env.integer("LOOM_MEMORY_SEARCH_POOL_MULTIP
 LOOM_MEMORY_SEARCH_POOL_MIN = env.integer("LOOM_MEMORY_SEARCH_POOL_MIN", 50, minimum=1)
 # A reranker only reorders what the first stage surfaced: its pool is widened first.
 LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK = env.integer("LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK", 8, minimum=1)
-
-# --- Rerankers (retrieval/rerank.py) ------------------------------------------
-COHERE_API_KEY = env.string("COHERE_API_KEY")
-LOOM_COHERE_BASE_URL = env.string("LOOM_COHERE_BASE_URL", "https://api.cohere.com")
-# Operators' endpoints speaking Cohere's rerank protocol, by name: {"name": {"url", "model", "api_key_env"}}.
-LOOM_RERANK_ENDPOINTS_JSON = env.string("LOOM_RERANK_ENDPOINTS_JSON")
-env.check_rerank_endpoints(LOOM_RERANK_ENDPOINTS_JSON)
-LOOM_RERANK_OPENAI_MODEL = env.string("LOOM_RERANK_OPENAI_MODEL", "gpt-6-luna")
-LOOM_RERANK_MAX_DOCUMENTS = env.integer("LOOM_RERANK_MAX_DOCUMENTS", 100, minimum=2, maximum=1000)
-LOOM_RERANK_TIMEOUT_S = env.number("LOOM_RERANK_TIMEOUT_S", 2.0, minimum=0.1)
-LOOM_RERANK_LLM_TIMEOUT_S = env.number("LOOM_RERANK_LLM_TIMEOUT_S", 15.0, minimum=0.1)
-LOOM_RERANK_RETRY_ATTEMPTS = env.integer("LOOM_RERANK_RETRY_ATTEMPTS", 2, minimum=1, maximum=5)
 LOOM_MEMORY_SEARCH_PAGING_POOL = env.integer("LOOM_MEMORY_SEARCH_PAGING_POOL", 200, minimum=1, maximum=5000)
 LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS = env.integer("LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS", 600, minimum=1)
 LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS = env.number("LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS", 7, minimum=0)
@@ -300,3 +288,15 @@ LOOM_EMBEDDING_WORKER_INTERVAL_S = env.number("LOOM_EMBEDDING_WORKER_INTERVAL_S"
 LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer("LOOM_VECTOR_MIRROR_MAX_ROWS", 1_000_000, minimum=0)
 # All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB).
 LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer("LOOM_VECTOR_MIRROR_MAX_BYTES", 4 << 30, minimum=0)
+
+# --- Rerankers (retrieval/rerank.py) ------------------------------------------
+COHERE_API_KEY = env.string("COHERE_API_KEY")
+LOOM_COHERE_BASE_URL = env.string("LOOM_COHERE_BASE_URL", "https://api.cohere.com")
+# Operators' endpoints speaking Cohere's rerank protocol, by name: {"name": {"url", "model", "api_key_env"}}.
+LOOM_RERANK_ENDPOINTS_JSON = env.string("LOOM_RERANK_ENDPOINTS_JSON")
+env.check_rerank_endpoints(LOOM_RERANK_ENDPOINTS_JSON)
+LOOM_RERANK_OPENAI_MODEL = env.string("LOOM_RERANK_OPENAI_MODEL", "gpt-6-luna")
+LOOM_RERANK_MAX_DOCUMENTS = env.integer("LOOM_RERANK_MAX_DOCUMENTS", 100, minimum=2, maximum=1000)
+LOOM_RERANK_TIMEOUT_S = env.number("LOOM_RERANK_TIMEOUT_S", 2.0, minimum=0.1)
+LOOM_RERANK_LLM_TIMEOUT_S = env.number("LOOM_RERANK_LLM_TIMEOUT_S", 15.0, minimum=0.1)
+LOOM_RERANK_RETRY_ATTEMPTS = env.integer("LOOM_RERANK_RETRY_ATTEMPTS", 2, minimum=1, maximum=5)
