@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from retrieval import costs, query, reads, service, text, usage
+from retrieval import query, reads, service, text, usage
 from retrieval.errors import Rejected
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
@@ -152,9 +152,7 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], retired
         memory_keys=list(dict.fromkeys(hit["memory_key"] for hit in cited)),
         cited_sessions=list(dict.fromkeys(hit["session_id"] for hit in cited if hit["session_id"])),
         superseded_dropped=sum(len(values) for values in retired.values()), stale_sentences_masked=masked,
-        llm_cache_hit=result.from_cache,
-        llm_cache_saved_usd=costs.price(result.model, (len(system) + len(prompt)) // 4, len(result.text) // 4)
-        if result.from_cache else 0.0,
+        llm_cache_hit=result.from_cache, llm_cache_saved_usd=result.saved_usd,
     )  # fmt: skip
     spent = round((datetime.now(UTC) - started).total_seconds() * 1000, 3)
     answer["stage_ms"]["synthesis"] = spent

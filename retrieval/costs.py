@@ -2,7 +2,8 @@
 
 A request opens a meter (`metered()`); every provider call adds its usage to
 it (`add_embedding`, `add_llm`); when the op ends, `record()` writes one row if
-the op reached a provider at all. Cached answers cost nothing and add nothing.
+the op reached a provider at all. A cached answer costs nothing; what it would have
+cost is kept as the op's `llm_cache_saved_usd` (`add_cache_saving`).
 """
 
 import logging
@@ -35,11 +36,12 @@ class Meter:
     llm_calls: int = 0
     embedding_calls: int = 0
     cost_usd: float = 0.0
+    cache_saved_usd: float = 0.0
     weight: Counter = field(default_factory=Counter)  # model -> cost (or tokens, for free models)
 
     @property
     def used(self) -> bool:
-        return bool(self.embedding_calls or self.llm_calls)
+        return bool(self.embedding_calls or self.llm_calls or self.cache_saved_usd)
 
     def dominant_model(self) -> str:
         return self.weight.most_common(1)[0][0] if self.weight else ""
@@ -92,6 +94,14 @@ def add_llm(model: str, input_tokens: int, output_tokens: int) -> None:
     meter.weight[model] += cost or (input_tokens + output_tokens) * 1e-12
 
 
+def add_cache_saving(model: str, input_tokens: int, output_tokens: int) -> float:
+    """An answer served from the response cache: what the call would have cost. Returns it."""
+    saved = price(model, input_tokens, output_tokens)
+    if (meter := _meter.get()) is not None:
+        meter.cache_saved_usd += saved
+    return saved
+
+
 def record(org: str, namespace: str, op: str, actor: str, meter: Meter) -> None:
     """One row for an op that reached a provider; a failed write is logged, never the op's failure."""
     if not meter.used:
@@ -102,6 +112,7 @@ def record(org: str, namespace: str, op: str, actor: str, meter: Meter) -> None:
             "upstream_cost_usd": meter.cost_usd, "embedding_tokens": meter.embedding_tokens,
             "input_tokens": meter.input_tokens, "output_tokens": meter.output_tokens, "llm_calls": meter.llm_calls,
             "embedding_calls": meter.embedding_calls, "model": meter.dominant_model(),
+            "llm_cache_saved_usd": meter.cache_saved_usd,
         }])  # fmt: skip
     except Exception as exc:  # noqa: BLE001 -- accounting fails open
         log.warning("agent_events write failed for %s: %s", op, exc)

@@ -132,6 +132,21 @@ def test_a_repeated_ask_is_answered_from_the_cache_unless_llm_cache_is_false(bac
     assert len(model_server.chat_requests()) == 2
 
 
+def test_a_cached_answer_says_what_it_saved_and_so_does_the_ops_event(backend, openai_llm, model_server, ranker,
+                                                                      settings):  # fmt: skip
+    settings.LOOM_MEMORY_ASK_SYNTH_MODEL = "gpt-4o-mini"  # a priced model
+    ranker.set(DEPLOY)
+    model_server.script(Answer(content="Frozen on Fridays [1]."))
+    first, second = ask(ranker).json, ask(ranker).json
+    assert first["llm_cache_saved_usd"] == 0 and second["llm_cache_hit"] is True
+    assert 0 < second["llm_cache_saved_usd"] < 0.001
+    saved = clickhouse.query_rows(
+        "SELECT llm_cache_saved_usd FROM agent_events WHERE org = {org:String} AND op = 'memory.ask' "
+        "ORDER BY created_at", {"org": ranker_org(ranker)},
+    )  # fmt: skip
+    assert [row[0] for row in saved] == [0, pytest.approx(second["llm_cache_saved_usd"])]
+
+
 def test_superseded_values_stay_out_and_a_sentence_restating_one_is_masked(backend, openai_llm, model_server, ranker):
     ranker.set({"memory_key": "deploy-window", "value": "Deploys happen on Tuesday at 10:00"})
     ranker.set({"memory_key": "deploy-window", "value": "Deploys happen on Thursday at 14:00"})

@@ -38,6 +38,7 @@ class LLMResult:
     cached_input_tokens: int = 0  # input the provider served from its prompt cache
     cache_write_tokens: int = 0  # input it wrote to that cache (Anthropic's cacheable system block)
     from_cache: bool = False  # our response cache answered: no provider call
+    saved_usd: float = 0.0  # what that call would have cost (estimated from the prompt's and answer's length)
 
 
 class FakeLLM:
@@ -202,7 +203,9 @@ class Served:
         ).hexdigest()
         cached = _cache_get(digest) if cache else None
         if cached is not None:
-            return LLMResult(cached, self.provider, self.model, from_cache=True)
+            saved = costs.add_cache_saving(self.model, remote.estimated_tokens(system + user),
+                                           remote.estimated_tokens(cached))  # fmt: skip
+            return LLMResult(cached, self.provider, self.model, from_cache=True, saved_usd=saved)
         result = self.inner.complete(system, user, max_tokens, response_format)
         costs.add_llm(result.model, result.input_tokens, result.output_tokens)
         if cache and result.text and result.model == self.model:  # a fallback's answer is never cached
