@@ -169,36 +169,30 @@ def local_embedder(backend, settings):
     embedders.get_embedder.cache_clear()
 
 
+def _serving_llm(settings, model: str, **keys):
+    """The process's LLM is `model` (with these key and URL settings), built afresh, forgotten after the test."""
+    from retrieval.providers import llm
+
+    settings.LOOM_LLM_MODEL = model
+    for name, value in keys.items():
+        setattr(settings, name, value)
+    settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
+    llm.forget()
+    yield llm.get_llm
+    llm.forget()
+
+
 @pytest.fixture
 def openai_llm(model_server, settings):
     """The process's LLM is gpt-test through the real openai SDK, against `model_server`."""
-    from retrieval.providers import llm
-
-    settings.LOOM_LLM_MODEL = "gpt-test"
-    settings.OPENAI_API_KEY = "sk-test-key"
-    settings.OPENAI_BASE_URL = model_server.url
-    settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
-    llm.get_llm.cache_clear()
-    llm._other.cache_clear()  # clients built for one job's model read the settings too
-    yield llm.get_llm
-    llm.get_llm.cache_clear()
-    llm._other.cache_clear()
+    yield from _serving_llm(settings, "gpt-test", OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=model_server.url)
 
 
 @pytest.fixture
 def anthropic_llm(model_server, settings):
     """The process's LLM is claude-test through the real anthropic SDK, against `model_server`."""
-    from retrieval.providers import llm
-
-    settings.LOOM_LLM_MODEL = "claude-test"
-    settings.ANTHROPIC_API_KEY = "sk-ant-test-key"
-    settings.ANTHROPIC_BASE_URL = model_server.url.removesuffix("/v1")  # the SDK adds /v1/messages
-    settings.LOOM_LLM_RETRY_MAX_WAIT_S = 0
-    llm.get_llm.cache_clear()
-    llm._other.cache_clear()  # clients built for one job's model read the settings too
-    yield llm.get_llm
-    llm.get_llm.cache_clear()
-    llm._other.cache_clear()
+    yield from _serving_llm(settings, "claude-test", ANTHROPIC_API_KEY="sk-ant-test-key",
+                            ANTHROPIC_BASE_URL=model_server.url.removesuffix("/v1"))  # the SDK adds /v1/messages
 
 
 @pytest.fixture(autouse=True)

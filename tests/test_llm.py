@@ -110,15 +110,15 @@ def test_customer_headers_go_only_to_gateway_hosts(backend, openai_llm, openai_e
 def test_health_names_the_fake_llm_and_a_missing_key(call, settings, db):
     from retrieval.providers import llm
 
-    llm.get_llm.cache_clear()
+    llm.forget()
     try:
         assert "fake_llm" in call("health", method="get").json["problems"]
         settings.LOOM_LLM_MODEL, settings.OPENAI_API_KEY = "gpt-test", ""
-        llm.get_llm.cache_clear()
+        llm.forget()
         body = call("health", method="get").json
         assert "llm_key_missing" in body["problems"] and body["llm"]["provider"] == "fake"
     finally:
-        llm.get_llm.cache_clear()
+        llm.forget()
 
 
 def test_hidden_reasoning_is_reserved_on_top_of_the_cap_and_an_empty_capped_reply_is_sent_again(

@@ -73,12 +73,12 @@ def test_an_anthropic_key_alone_serves_claude_haiku(settings):
 
 def test_a_claude_model_without_its_key_is_the_fake_and_health_says_so(call, settings, db):
     settings.LOOM_LLM_MODEL, settings.ANTHROPIC_API_KEY = "claude-sonnet-9", ""
-    llm.get_llm.cache_clear()
+    llm.forget()
     try:
         assert llm.get_llm().inner.key_missing_for == "claude-sonnet-9"
         assert "llm_key_missing" in call("health", method="get").json["problems"]
     finally:
-        llm.get_llm.cache_clear()
+        llm.forget()
 
 
 def test_a_switched_off_org_reaches_no_claude(backend, anthropic_llm, model_server, alice):

@@ -286,3 +286,9 @@ def for_model(model: str) -> Served:
 @cache
 def _other(model: str) -> Served:
     return Served(build(model))
+
+
+def forget() -> None:
+    """Drop the clients built so far: the next call builds them from the settings as they are now (tests)."""
+    get_llm.cache_clear()
+    _other.cache_clear()
