@@ -97,9 +97,7 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     if not evidence:  # only weak (or unattested external) hits: nothing to ground an answer on
         answer["degraded"].append("synthesis:no_evidence")
         return answer
-    retired = {} if wanted.include_superseded else reads.retired_values(scope, [(h["namespace"], h["memory_key"])
-                                                                                for h in evidence])  # fmt: skip
-    _synthesize(scope, request, evidence, retired, answer)
+    _synthesize(scope, request, evidence, answer)
     return answer
 
 
@@ -126,7 +124,7 @@ def _answer(found: service.SearchResult, source: str) -> dict:
     }  # fmt: skip
 
 
-def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], retired: dict, answer: dict) -> None:
+def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer: dict) -> None:
     started = datetime.now(UTC)
     system = SYSTEM.format(max_chars=request.max_answer_chars) + (PRESUPPOSITION if request.presupposition_rule else "")
     prompt = _prompt(request, evidence)
@@ -143,6 +141,10 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], retired
         answer["degraded"].append("synthesis:failed")
         return
     cited, body = _cited(result.text, evidence)
+    # The window keys' retired values, read once there is an answer to check against them.
+    retired = {} if request.search.include_superseded else reads.retired_values(
+        scope, [(hit["namespace"], hit["memory_key"]) for hit in evidence]
+    )
     body, masked = _masked(body, retired, evidence, request.search.query or "")
     truncated = len(body) > request.max_answer_chars
     if truncated:

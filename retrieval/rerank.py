@@ -60,14 +60,17 @@ def endpoints() -> dict[str, dict]:
     return json.loads(settings.LOOM_RERANK_ENDPOINTS_JSON or "{}")
 
 
-def apply(scope: Scope, name: str, query: str, ranked: list[Candidate], top_similarity: float, skip_above: float,
-          degraded: list[str], notes: list[str]) -> list[Candidate]:  # fmt: skip
+def skipped(name: str, top_similarity: float, skip_above: float) -> str | None:
+    """Why the LLM reranker need not run (a plainly on-topic pool), before anything is read for it; else None."""
+    if name.startswith("builtin:openai") and top_similarity >= skip_above:
+        return f"rerank skipped: the best cosine {top_similarity:.3f} clears the rerank-skip gate {skip_above:.3f}"
+    return None
+
+
+def apply(scope: Scope, name: str, query: str, ranked: list[Candidate], degraded: list[str]) -> list[Candidate]:
     """The pool in the reranker's order (its head rescored as the spec says), or in the fused order if it cannot."""
     head = [c for c in ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS] if c.row is not None]
     if len(head) < 2:
-        return ranked
-    if name.startswith("builtin:openai") and top_similarity >= skip_above:
-        notes.append(f"rerank skipped: the best cosine {top_similarity:.3f} clears the rerank-skip gate {skip_above:.3f}")
         return ranked
     documents = [(c.chunk["text"] if c.source == "chunk" and c.chunk else c.row["value"])[:DOCUMENT_CHARS] for c in head]
     try:

@@ -514,10 +514,11 @@ def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[s
 def _reranked(scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates, degraded: list[str],
               clock: _Clock) -> list[Candidate]:  # fmt: skip
     """The pool in the reranker's order; the abstain gates keep reading the fused one."""
-    head = ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS]
-    hydrate(ctx.org, head, ctx.model)  # the reranker reads the rows' text
     top = max((c.similarity for c in ranked), default=0.0)
-    order = rerank.apply(scope, ctx.plan.rerank, ctx.request.searched, ranked, top, gates.rerank_skip, degraded,
-                         ctx.plan.notes)  # fmt: skip
+    if note := rerank.skipped(ctx.plan.rerank, top, gates.rerank_skip):
+        ctx.plan.notes.append(note)
+        return ranked
+    hydrate(ctx.org, ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS], ctx.model)  # the reranker reads the rows' text
+    order = rerank.apply(scope, ctx.plan.rerank, ctx.request.searched, ranked, degraded)
     clock.lap("rerank")
     return order
