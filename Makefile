@@ -23,11 +23,13 @@ $(VENV)/.dev: requirements-dev.txt requirements-anthropic.txt $(VENV)/.runtime
 # `make run` embeds with the local model (all-MiniLM-L6-v2, CPU, offline; loads in ~1 s)
 # unless LOOM_EMBEDDING_MODEL says otherwise. Tests keep the fake.
 run: export LOOM_EMBEDDING_MODEL ?= local
+# A stop waits at most 10 s for the worker, then kills it: a request takes milliseconds and an acknowledged write
+# is already durable. (Under CI load a worker once outlasted gunicorn's default 30 s on SIGTERM; cause not found.)
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT)
 	exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
-		--workers 1 --threads $(THREADS) --access-logfile - --error-logfile -
+		--workers 1 --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
 
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -47,9 +47,12 @@ def start(var: Path, port: int) -> tuple[subprocess.Popen, str, Path]:
     raise AssertionError("make run did not serve within 90 s:\n" + log.read_text()[-3000:])
 
 
-def stop(process: subprocess.Popen):
+def stop(process: subprocess.Popen, log: Path):
     os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=30)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("make run did not stop within 30 s of SIGTERM:\n" + log.read_text()[-3000:]) from None
 
 
 def printed_token(log: Path) -> str:
@@ -73,7 +76,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         health = http("GET", f"{base}/v1/health")[1]
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
     finally:
-        stop(process)
+        stop(process, log)
 
     # A second run reuses the org, the token and the data.
     process, base, log2 = start(var, free_port())
@@ -82,4 +85,4 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
         assert (status, body["value"]) == (200, "hello")
     finally:
-        stop(process)
+        stop(process, log2)
