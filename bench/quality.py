@@ -1,18 +1,28 @@
-"""Retrieval quality on the LoCoMo dev split: recall@k per category and search_mode, and abstain rates.
+"""Retrieval quality on a LoCoMo-format split: recall@k per mode, on leave-one-conversation-out folds, with
+bootstrap confidence intervals, and the abstain rates.
 
-    .venv/bin/python bench/quality.py [--modes semantic rrf ...] [--data ../shared/data/locomo-dev]
+    .venv/bin/python bench/quality.py [--data ../shared/data/locomo-dev] [--modes semantic hybrid ...]
+                                      [--alphas 0.15 0.25 0.35 0.5] [--resamples 1000]
 
 Each conversation goes into its own namespace (one memory per dialogue turn,
 valid_at = the session's date, the speaker as entity), through the service
 layer with the embedder this process is configured with (LOOM_EMBEDDING_MODEL;
-the fake by default, which knows spelling, not meaning). Every question is
-searched in its own conversation's namespace with top_k 20 through
-`service.search()`.
+`make bench-quality` uses the local model, as `make run` does; the fake knows
+spelling, not meaning). Every question is searched in its own conversation's
+namespace with top_k 20 through `service.search()`, `fast` budget: no model call.
 
-Reported per mode: recall@1/5/10/20 (share of gold turns in the top k) on
-categories 1-4, per category and overall; hit@10; the abstain rate on the
-questions that should abstain (category 0: another conversation's question;
-category 5: adversarial, reported apart); and the false-abstain rate on 1-4.
+Reported:
+- per mode, over every question: recall@1/5/10/20 on categories 1-4 (share of
+  gold turns in the top k) with a 95% bootstrap interval on recall@10 (questions
+  resampled), hit@10, the abstain rate on category 0 (another conversation's
+  question) and category 5 (adversarial), the false-abstain rate on 1-4, and the
+  abstain codes;
+- the folds: each conversation held out in turn, `hybrid`'s alpha chosen on the
+  others (the grid `--alphas`), recall@10 of the held-out conversation with its
+  interval, against the BM25 reference on the same questions (the issue's bar:
+  BM25 + 25% on every fold);
+- `default`: what a request that names no mode gets (LOOM_MEMORY_SEARCH_DEFAULT_MODE
+  and _ALPHA of this process: `make run` ships hybrid).
 Baseline in the same run: plain BM25 (k1 1.2, b 0.75, lowercase word tokens,
 no stemming) over the same turns, in Python.
 """
@@ -21,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import sys
 from collections import Counter, defaultdict
@@ -38,6 +49,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 import django  # noqa: E402
 
 django.setup()
+
+from django.conf import settings  # noqa: E402
 
 from retrieval import calibration, options, schema, service, thresholds, write  # noqa: E402
 from retrieval.plan import SearchRequest  # noqa: E402
@@ -68,7 +81,7 @@ def load(memories: list[dict]) -> None:
 
 
 class BM25:
-    """The README's reference: lowercase word tokens, no stemming, k1 1.2, b 0.75."""
+    """The data README's reference: lowercase word tokens, no stemming, k1 1.2, b 0.75."""
 
     def __init__(self, docs: dict[str, str]):
         self.tokens = {key: re.findall(r"\w+", text.lower()) for key, text in docs.items()}
@@ -91,67 +104,125 @@ class BM25:
         return [key for key, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]]
 
 
-def evaluate(name: str, run, queries: list[dict]) -> dict:
-    recall = defaultdict(lambda: defaultdict(list))
-    hits10, abstained = [], defaultdict(list)
-    for q in queries:
-        keys, abstain = run(q)
-        if q["category"] in CATEGORIES and q["gold_keys"]:
-            gold = set(q["gold_keys"])
-            for k in KS:
-                share = len(gold & set(keys[:k])) / len(gold)
-                recall[q["category"]][k].append(share)
-                recall["all"][k].append(share)
-            hits10.append(bool(gold & set(keys[:10])))
-            abstained["false"].append(abstain)
-        elif q["category"] == 0:
-            abstained["cat0"].append(abstain)
-        elif q["category"] == 5:
-            abstained["cat5"].append(abstain)
-    mean = lambda values: sum(values) / len(values) if values else float("nan")  # noqa: E731
-    return {
-        "name": name,
-        "recall": {cat: {k: mean(v) for k, v in by_k.items()} for cat, by_k in recall.items()},
-        "hit@10": mean(hits10),
-        "abstain_cat0": mean(abstained["cat0"]),
-        "abstain_cat5": mean(abstained["cat5"]),
-        "false_abstain": mean(abstained["false"]),
-    }
+class Answers:
+    """One configuration's answer to every question: served keys, abstain and its code."""
+
+    def __init__(self, name: str, queries: list[dict], run):
+        self.name, self.queries = name, queries
+        self.served = [run(q) for q in queries]
+
+    def recall(self, k: int, convs=None) -> list[float]:
+        """Per answerable question (categories 1-4, in `convs`): the share of its gold keys in the top k."""
+        return [
+            len(set(q["gold_keys"]) & set(keys[:k])) / len(q["gold_keys"])
+            for q, (keys, _, _) in zip(self.queries, self.served)
+            if q["category"] in CATEGORIES and q["gold_keys"] and (convs is None or q["conv"] in convs)
+        ]
+
+    def by_category(self, k: int) -> dict[int, float]:
+        out = defaultdict(list)
+        for q, (keys, _, _) in zip(self.queries, self.served):
+            if q["category"] in CATEGORIES and q["gold_keys"]:
+                out[q["category"]].append(len(set(q["gold_keys"]) & set(keys[:k])) / len(q["gold_keys"]))
+        return {cat: mean(values) for cat, values in out.items()}
+
+    def abstain_rate(self, categories) -> float:
+        return mean([abstain for q, (_, abstain, _) in zip(self.queries, self.served) if q["category"] in categories])
+
+    def hit(self, k: int) -> float:
+        return mean([
+            bool(set(q["gold_keys"]) & set(keys[:k])) for q, (keys, _, _) in zip(self.queries, self.served)
+            if q["category"] in CATEGORIES and q["gold_keys"]
+        ])  # fmt: skip
+
+    def codes(self) -> Counter:
+        return Counter(code for _, abstain, code in self.served if abstain)
+
+
+def mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def interval(values: list[float], resamples: int, seed: int = 7) -> tuple[float, float]:
+    """The 95% bootstrap interval of the mean (questions resampled with replacement)."""
+    rng = random.Random(seed)
+    means = sorted(mean(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo-dev"))
     parser.add_argument("--modes", nargs="+", default=list(options.SEARCH_MODES))
+    parser.add_argument("--alphas", nargs="+", type=float, default=[0.15, 0.25, 0.35, 0.5])
+    parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
     data = Path(args.data)
     memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
     queries = [json.loads(line) for line in (data / "queries.jsonl").open()]
+    convs = sorted({q["conv"] for q in queries})
     schema.apply()
     embedder = get_embedder()
     if thresholds.adaptive(embedder.model_name):  # the gates a deployment of this embedder serves
         calibration.recalibrate(embedder)
         thresholds.forget()
     load(memories)
-    bm25 = {conv: BM25({m["key"]: m["text"] for m in memories if m["conv"] == conv}) for conv in {m["conv"] for m in memories}}
-    results = [evaluate("BM25 reference (Python)", lambda q: (bm25[q["conv"]].search(q["question"], 20), False), queries)]
-    for mode in args.modes:
-        def run(q, mode=mode):
-            result = service.search(scope_for(q["conv"]), SearchRequest(query=q["question"], top_k=20, search_mode=mode))
-            return [hit["memory_key"] for hit in result.hits], result.abstain
+    bm25 = {conv: BM25({m["key"]: m["text"] for m in memories if m["conv"] == conv}) for conv in convs}
 
-        results.append(evaluate(mode, run, queries))
-    gates = thresholds.resolve("bench", "", embedder.model_name)
-    print(f"LoCoMo dev ({len(memories)} turns, {len(queries)} questions), embedder {embedder.model_name}, top_k 20, "
-          f"gates {gates.tier} (floor {gates.min_similarity:.3f}, abstain {gates.abstain:.3f})")
-    print(f"{'mode':<24}" + "".join(f"{'R@' + str(k):>7}" for k in KS) + f"{'hit@10':>8}{'abst c0':>9}{'abst c5':>9}{'false ab':>9}")
-    for r in results:
-        row = "".join(f"{r['recall']['all'][k]:>7.3f}" for k in KS)
-        print(f"{r['name']:<24}{row}{r['hit@10']:>8.3f}{r['abstain_cat0']:>9.3f}{r['abstain_cat5']:>9.3f}{r['false_abstain']:>9.3f}")
+    def searcher(**fields):
+        def run(q):
+            request = SearchRequest(query=q["question"], top_k=20, retrieval_budget="fast", **fields)
+            result = service.search(scope_for(q["conv"]), request)
+            return [hit["memory_key"] for hit in result.hits], result.abstain, result.abstain_code
+
+        return run
+
+    reference = Answers("BM25 reference (Python)", queries, lambda q: (bm25[q["conv"]].search(q["question"], 20), False, None))
+    table = [reference, Answers("default", queries, searcher())]
+    table += [Answers(mode, queries, searcher(search_mode=mode)) for mode in args.modes]
+    by_alpha = {alpha: Answers(f"hybrid a={alpha}", queries, searcher(search_mode="hybrid", alpha=alpha))
+                for alpha in args.alphas}  # fmt: skip
+
+    gates = thresholds.resolve("bench", convs[0], embedder.model_name)
+    print(f"{data.name}: {len(memories)} turns, {len(queries)} questions, {len(convs)} conversations; embedder "
+          f"{embedder.model_name}; top_k 20, fast budget; default mode {settings.LOOM_MEMORY_SEARCH_DEFAULT_MODE} "
+          f"(alpha {settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA}); gates {gates.tier} (floor {gates.min_similarity:.3f}, "
+          f"abstain {gates.abstain:.3f})\n")  # fmt: skip
+    print(f"{'mode':<24}" + "".join(f"{'R@' + str(k):>7}" for k in KS) + f"{'R@10 95% CI':>16}{'hit@10':>8}"
+          f"{'abst c0':>9}{'abst c5':>9}{'false ab':>9}  abstain codes")  # fmt: skip
+    for answers in table + list(by_alpha.values()):
+        recall10 = answers.recall(10)
+        low, high = interval(recall10, args.resamples)
+        row = "".join(f"{mean(answers.recall(k)):>7.3f}" for k in KS)
+        codes = ", ".join(f"{code} {count}" for code, count in answers.codes().most_common())
+        print(f"{answers.name:<24}{row}{f'{low:.3f}-{high:.3f}':>16}{answers.hit(10):>8.3f}"
+              f"{answers.abstain_rate({0}):>9.3f}{answers.abstain_rate({5}):>9.3f}"
+              f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}  {codes}")  # fmt: skip
+
     print("\nrecall@10 per category")
     print(f"{'mode':<24}" + "".join(f"{label:>13}" for label in CATEGORIES.values()))
-    for r in results:
-        print(f"{r['name']:<24}" + "".join(f"{r['recall'][cat][10]:>13.3f}" for cat in CATEGORIES))
+    for answers in table:
+        per = answers.by_category(10)
+        print(f"{answers.name:<24}" + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES))
+
+    print("\nleave-one-conversation-out: hybrid's alpha chosen on the other conversations, recall@10 of the held-out one")
+    print(f"{'held out':<10}{'alpha':>7}{'R@10':>8}{'95% CI':>15}{'BM25':>8}{'x BM25':>8}{'default':>9}"
+          f"{'abst c0':>9}{'false ab':>9}")  # fmt: skip
+    default = table[1]
+    for held in convs:
+        rest = [conv for conv in convs if conv != held]
+        alpha = max(args.alphas, key=lambda a: (mean(by_alpha[a].recall(10, rest)), -abs(a - 0.25)))
+        chosen = by_alpha[alpha].recall(10, {held})
+        low, high = interval(chosen, args.resamples)
+        base = mean(reference.recall(10, {held}))
+        held_queries = [q for q in queries if q["conv"] == held]
+        cat0 = mean([abstain for q, (_, abstain, _) in zip(queries, default.served) if q["conv"] == held and q["category"] == 0])
+        false = mean([abstain for q, (_, abstain, _) in zip(queries, default.served)
+                      if q["conv"] == held and q["category"] in CATEGORIES])  # fmt: skip
+        print(f"{held:<10}{alpha:>7.2f}{mean(chosen):>8.3f}{f'{low:.3f}-{high:.3f}':>15}{base:>8.3f}"
+              f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
+              f"   ({len(held_queries)} questions)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -226,6 +226,9 @@ LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = env.boolean("LOOM_MEMORY_ASK_EXCLU
 
 # --- Search ------------------------------------------------------------------
 LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)
+# hybrid's and bm25_hybrid's lexical weight when neither request, recipe nor namespace sets alpha: chosen on
+# leave-one-conversation-out folds of LoCoMo's dev split (bench/quality.py).
+LOOM_MEMORY_SEARCH_DEFAULT_ALPHA = env.number("LOOM_MEMORY_SEARCH_DEFAULT_ALPHA", 0.25, 0, 1)
 LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE = env.choice(
     "LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE", "this", ("this", "all_mine")
 )
@@ -249,7 +252,7 @@ LOOM_ADAPTIVE_THRESHOLDS = env.boolean("LOOM_ADAPTIVE_THRESHOLDS", True)
 LOOM_CALIBRATION_REFRESH_SECONDS = env.number("LOOM_CALIBRATION_REFRESH_SECONDS", 60.0, minimum=0)
 LOOM_MEMORY_SEARCH_MIN_CONFIDENCE = env.number("LOOM_MEMORY_SEARCH_MIN_CONFIDENCE", 0.15, 0, 1)
 LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE = env.choice(
-    "LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE", "rank1", ("rank1", "window")
+    "LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE", "pool", ("pool", "rank1", "window")
 )
 # Rank terms.
 LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT = env.number("LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT", 0.15, 0, 1)

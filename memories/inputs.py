@@ -311,5 +311,12 @@ class OrgSetModelCalls(OrgInput):
 
 
 class CalibrationRun(OpInput):
-    similar = TextPairs(min_items=5, max_items=500, help_text="Pairs that mean the same, or a question and its answer.")
-    distractors = TextPairs(min_items=3, max_items=500, help_text="Pairs on unrelated subjects.")
+    similar = TextPairs(
+        min_items=5, max_items=500, help_text="A question and the stored fact that answers it: the trigger gates."
+    )
+    distractors = TextPairs(min_items=3, max_items=500, help_text="Pairs on unrelated subjects: floor and abstain.")
+    paraphrases = TextPairs(
+        min_items=5, max_items=500, required=False,
+        help_text="Two wordings of one fact: the write gates (conflict, duplicate). Without them the write gates "
+        "stay with the cluster calibration.",
+    )  # fmt: skip

@@ -147,6 +147,19 @@ class CalibrationOut(serializers.Serializer):
     adaptive = serializers.BooleanField(help_text="False for fake embedders or LOOM_ADAPTIVE_THRESHOLDS=false.")
     tier = serializers.CharField(help_text="namespace, cluster or scalar: where the gates in force come from.")
     gates = serializers.DictField(child=serializers.FloatField())
+    inherited = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="A namespace calibration's gates its pairs did not support (no paraphrases: conflict and "
+        "duplicate), served from the cluster calibration.",
+    )
+    abstain_in_force = serializers.FloatField(
+        help_text="The abstain gate a search of this namespace judges by: the tier's, or the noise level's when higher."
+    )
+    noise = serializers.DictField(
+        allow_null=True,
+        help_text="The namespace's noise level (real embedders): level (the 90th percentile of off-topic questions' "
+        "best cosine against its rows), abstain (level + 0.07), rows, probes, measured_at, age_seconds.",
+    )
     calibration_hash = serializers.CharField(allow_null=True)
     calibrated_at = serializers.DateTimeField(allow_null=True)
     age_seconds = serializers.FloatField(allow_null=True)
@@ -233,7 +246,9 @@ class SearchOut(serializers.Serializer):
     )
     retrieval_work = serializers.DictField(
         help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
-        "spelled) and query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed)."
+        "spelled), query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed), "
+        "names_checked (the names the query is about) and names_found (those a live row mentions: when it names "
+        "some and finds none, the search abstains with entity_absent)."
     )
 
 
@@ -291,6 +306,10 @@ class SearchTraceOut(serializers.Serializer):
         child=serializers.CharField(), help_text="Query words embedded in the corpus spelling: as typed -> as spelled."
     )
     query_spellings_skipped = serializers.BooleanField(help_text="The spelling lookup failed, timed out or backs off.")
+    names_checked = serializers.ListField(child=serializers.CharField(), help_text="The names the query is about.")
+    names_found = serializers.ListField(
+        child=serializers.CharField(), help_text="Those a live row mentions; none of several: entity_absent."
+    )
     latency_ms = serializers.FloatField()
 
 

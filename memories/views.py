@@ -281,7 +281,8 @@ class CalibrationRun(OpView):
                 f"{embedder.model_name} is not calibrated: the scalar gates apply to fake embedders and with "
                 "LOOM_ADAPTIVE_THRESHOLDS=false",
             )
-        calibration.calibrate_namespace(scope.org, scope.namespace, embedder, data["similar"], data["distractors"])
+        calibration.calibrate_namespace(scope.org, scope.namespace, embedder, data["similar"], data["distractors"],
+                                        data.get("paraphrases", ()))  # fmt: skip
         thresholds.forget()
         return self.answer(thresholds.report(scope.org, scope.namespace))
 

@@ -1,10 +1,14 @@
 """The verdict a search passes on its own result: hits, or abstain with a code.
 
-The gates read the fused order: rank 1 of the ranked pool (or, with
-LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE=window, the best cosine served).
-retrieval_confidence blends how far the top cosine clears the abstain gate
-(toward the rerank-skip gate, where a hit is plainly on topic) with how far it
-stands out of the pool: a flat pool is noise, however high its top.
+The gates read the best cosine of the pool (LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE=pool,
+the default here), or rank 1 of the fused order (`rank1`, the spec's), or the best
+cosine served (`window`). retrieval_confidence blends how far the top cosine
+clears the abstain gate (toward the rerank-skip gate, where a hit is plainly on
+topic) with how far it stands out of the JUDGED_POOL most similar rows: a flat
+pool is noise, however high its top. Those rows are the same whatever `top_k`
+asks for (every pool holds at least the vector leg's LOOM_MEMORY_SEARCH_POOL_MIN
+best), so under `pool` the verdict does not move with the window's size; rank 1
+can (a wider pool brings other rows into fusion).
 """
 
 import statistics
@@ -12,11 +16,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from retrieval.names import Check
 from retrieval.pool import Candidate
 from retrieval.thresholds import Gates
 
 # The lead over the pool's median cosine that counts as fully separated.
 SEPARATION_SPAN = 0.15
+# How many of the most similar rows the separation is read over: at most the smallest pool a search reads.
+JUDGED_POOL = 50
 
 
 @dataclass
@@ -30,20 +37,24 @@ class Verdict:
 
 
 def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missing_entities: list[str],
-          cosine: bool = True) -> Verdict:  # fmt: skip
+          names: Check | None = None, cosine: bool = True) -> Verdict:  # fmt: skip
     """`cosine=False`: the query has no vector (model calls off), so lexical hits stand, at high risk."""
     if missing_entities:
-        names = ", ".join(missing_entities)
-        return Verdict(True, "entity_absent", f"no memory mentions {names}", 0.0, "abstain", None)
+        return Verdict(True, "entity_absent", f"no memory mentions {', '.join(missing_entities)}", 0.0, "abstain", None)
     if not ranked or not window:
         return Verdict(True, "no_match", "nothing in scope matched the query", 0.0, "abstain", None)
+    if names is not None and names.absent:
+        said = ", ".join(names.names)
+        return Verdict(True, "entity_absent", f"the question is about {said}: no memory mentions it", 0.0, "abstain",
+                       None)  # fmt: skip
     if not cosine:
         return Verdict(False, None, None, 0.0, "high", None)
-    if settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE == "window":
-        top = max(c.similarity for c in window)
-    else:
-        top = ranked[0].similarity
-    confidence = _confidence(top, ranked, gates)
+    judged = sorted((c.similarity for c in ranked), reverse=True)[: min(JUDGED_POOL, settings.LOOM_MEMORY_SEARCH_POOL_MIN)]
+    scope = settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE
+    top = {"window": lambda: max(c.similarity for c in window), "rank1": lambda: ranked[0].similarity}.get(
+        scope, lambda: judged[0]
+    )()
+    confidence = _confidence(top, judged, gates)
     if top < gates.abstain:
         reason = f"the best hit's similarity {top:.3f} is under the abstain threshold {gates.abstain:.3f}"
         return Verdict(True, "below_threshold", reason, confidence, "abstain", top)
@@ -57,9 +68,9 @@ def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missin
     return Verdict(False, None, None, confidence, risk, top)
 
 
-def _confidence(top: float, ranked: list[Candidate], gates: Gates) -> float:
+def _confidence(top: float, judged: list[float], gates: Gates) -> float:
     span = max(gates.rerank_skip - gates.abstain, 1e-6)
     level = min(1.0, max(0.0, (top - gates.abstain) / span))
-    median = statistics.median(c.similarity for c in ranked)
-    separation = min(1.0, max(0.0, (top - median) / SEPARATION_SPAN)) if len(ranked) > 1 else 1.0
+    median = statistics.median(judged)
+    separation = min(1.0, max(0.0, (top - median) / SEPARATION_SPAN)) if len(judged) > 1 else 1.0
     return round(0.5 * level + 0.5 * separation, 4)

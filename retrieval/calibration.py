@@ -10,6 +10,7 @@ labelled pairs, per namespace (`loom.namespace_calibration_result`).
 
 import hashlib
 import logging
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
@@ -35,8 +36,10 @@ class Calibration:
 
 
 def derive_thresholds(paraphrase: list[float], question_fact: list[float], distractor: list[float]) -> dict:
+    """Every gate the pairs support; a corpus left empty leaves its gates NaN (the next tier's serve)."""
+
     def p(values, q):
-        return float(np.percentile(values, q))
+        return float(np.percentile(values, q)) if values else math.nan
 
     noise = p(distractor, 90) + 0.02
     rewrite = max(p(question_fact, 10), noise + 0.01)
@@ -129,12 +132,19 @@ def recalibrate(embedder) -> tuple[Calibration, Calibration | None, float]:
     return fresh, previous, drift
 
 
-def calibrate_namespace(org: str, namespace: str, embedder, similar, distractors) -> Calibration:
-    """A namespace's calibration from its own labelled pairs: similar pairs stand for both question-fact and
-    paraphrase pairs."""
+def calibrate_namespace(org: str, namespace: str, embedder, similar, distractors, paraphrases=()) -> Calibration:
+    """A namespace's calibration from its own labelled pairs, deriving only the gates they support.
+
+    `similar` pairs (a question and the fact that answers it) set the trigger gates, `distractors` the floor and
+    abstain gates; only `paraphrases` (two wordings of one fact) set the write gates. A question and its answer
+    are no paraphrase: their cosines would put the duplicate gate where two distinct facts of one template clear
+    it (the Enterprise, Growth and Starter SLA lines stored as copies of one another). Gates the pairs do not
+    support stay with the cluster calibration (`thresholds`).
+    """
     with customer.for_org(org, namespace, feature="calibration.run"):
         similar_cos, distractor_cos = cosines(embedder, similar), cosines(embedder, distractors)
-    calibration = build(embedder.model_name, similar_cos, similar_cos, distractor_cos, "calibration.run")
+        paraphrase_cos = cosines(embedder, list(paraphrases)) if paraphrases else []
+    calibration = build(embedder.model_name, paraphrase_cos, similar_cos, distractor_cos, "calibration.run")
     clickhouse.insert("namespace_calibration_result", [{"org": org, "namespace": namespace, **_row(calibration)}])
     return calibration
 

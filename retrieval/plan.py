@@ -35,7 +35,6 @@ MODE_LEGS = {
 DEFAULTS = {
     "top_k": 5,
     "retrieval_budget": "standard",
-    "alpha": 0.5,
     "hyde": False,
     "unmatched": True,
     "extra_candidates": 0,
@@ -158,6 +157,8 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         legs.add("entity")
     if budget == "deep":
         legs.add("graph")
+    if shape.date is not None:  # a dated question reads that date's rows in every mode
+        legs.add("temporal")
     unmatched = pick("unmatched")
     if not unmatched:
         legs &= {"vector"}
@@ -174,7 +175,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         budget=budget,
         top_k=top_k,
         pool_size=pool,
-        alpha=pick("alpha"),
+        alpha=pick("alpha", settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA),
         hyde=bool(pick("hyde")) and budget != "fast" and not settings.LOOM_READS_LLM_FREE,
         unmatched=unmatched,
         lexical_weight=RRF_PATH_LEXICAL_WEIGHT if shape.path_shaped else 1.0,

@@ -27,8 +27,11 @@ _IDENTIFIER = re.compile(
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
 )
 _PATH = re.compile(r"(?:^|\s)(?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|js|ts|go|rs|java|md|sql|yaml|yml|json|toml)\b")
-_RECENCY = re.compile(r"\b(latest|current(ly)?|most recent(ly)?|newest|now|these days|recently|last time)\b", re.I)
-_EARLIEST = re.compile(r"\b(first|earliest|oldest|originally|initially|at first)\b", re.I)
+# Time words count as words only: "first" in "first-response" or "now" in "know-now" is no chronology cue.
+_RECENCY = re.compile(
+    r"(?<![\w-])(latest|current(ly)?|most recent(ly)?|newest|now|these days|recently|last time)(?![\w-])", re.I
+)
+_EARLIEST = re.compile(r"(?<![\w-])(first|earliest|oldest|originally|initially|at first)(?![\w-])", re.I)
 _CONTACT = re.compile(
     r"\b(e-?mail|phone|mobile|contact|address|reach (him|her|them)|call (him|her|them)|iban|bank account|"
     r"account number|sort code|routing number)\b",

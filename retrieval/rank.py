@@ -2,13 +2,15 @@
 
 Every term has a hard ceiling, so it can reorder near-ties but never lift a
 row over one that is more relevant by more than the sum of the ceilings:
-entity boost 0.5 x share, recency and date cues 0.05 each, the prior group
-capped at LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at
-0.01 (0.05 as a boost). Demotions only lower. Pinned is not a term.
+entity boost 0.5 x share, a recency or chronology cue NEAR_TIE + RECENCY (it
+orders the near-ties by date), the date cue 0.15, the prior group capped at
+LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at 0.01 (0.05
+as a boost). Demotions only lower. Pinned is not a term.
 """
 
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
@@ -20,8 +22,13 @@ from retrieval.query import DateCue, QueryShape
 ENTITY_BOOST = 0.5
 # A known entity the question names (not an entity_filter): a smaller, bounded lift.
 QUERY_ENTITY_BOOST = 0.1
-RECENCY = 0.05
-DATE = 0.05
+# A recency ("latest") or chronology ("first") cue orders the rows that are about equally relevant, those within
+# NEAR_TIE of the most relevant, by their dates: each near-tie is lifted to the top relevance plus RECENCY times
+# where its date falls (newest 1, oldest 0; reversed for "first"). The near-ties stay above every other row, and
+# the term is at most NEAR_TIE + RECENCY.
+NEAR_TIE = 0.1
+RECENCY = 0.1
+DATE = 0.15
 TAG_BOOST = 0.05
 CATEGORY_BOOST = 0.05
 KEY_MATCH = {"tiebreak": 0.01, "boost": 0.05, "off": 0.0}
@@ -59,7 +66,9 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     personal = request.personalization != "none"
     eligible = set(settings.LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE)
     wanted_entities = {entity.lower() for entity in request.entity_filter}
-    newness = _newness(candidates) if (inputs.shape.recency or inputs.shape.earliest or plan.recency_pool_weight) else {}
+    newness = _newness(candidates) if plan.recency_pool_weight else {}
+    fresh = _freshness(candidates, NEAR_TIE * scale) if (inputs.shape.recency or inputs.shape.earliest) else {}
+    top = max((c.relevance for c in candidates), default=0.0)
     for c in candidates:
         row, terms = c.meta, {}
         if wanted_entities:
@@ -68,16 +77,16 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
         named = set(inputs.query_entities) - wanted_entities
         if named:
             terms["query_entity_boost"] = QUERY_ENTITY_BOOST * len(named & carries) / len(named)
-        if newness:
-            fresh = newness[c.id]
+        if c.id in fresh:
+            lift = (top - c.relevance) / scale  # to the top relevance, in term units
             if inputs.shape.recency:
-                terms["recency"] = RECENCY * fresh
-            elif inputs.shape.earliest:
-                terms["chronology"] = RECENCY * (1 - fresh)
-            if plan.recency_pool_weight:
-                terms["recency_pool"] = plan.recency_pool_weight * fresh
+                terms["recency"] = lift + RECENCY * fresh[c.id]
+            else:
+                terms["chronology"] = lift + RECENCY * (1 - fresh[c.id])
+        if newness:
+            terms["recency_pool"] = plan.recency_pool_weight * newness[c.id]
         if inputs.date is not None and plan.mode != "temporal":
-            off_by_days = abs((row["dated_at"] - inputs.date.at).total_seconds()) / 86400
+            off_by_days = _days_off(row["dated_at"], inputs.date)
             terms["date"] = DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))
         if personal and row["source_class"] in eligible:
             confidence = row["confidence"] * plan.confidence_weight
@@ -119,6 +128,26 @@ def _key_share(c: Candidate, terms: list[str]) -> float:
     if not terms:
         return 0.0
     return len(set(terms) & text.key_terms(c.id.memory_key).keys()) / len(terms)
+
+
+def _days_off(dated: datetime, cue: DateCue) -> float:
+    """Days between a row's date and the asked date; a named day spans the whole day."""
+    off = abs((dated - cue.at).total_seconds()) / 86400
+    if cue.window_days <= 1 and cue.at <= dated < cue.at + timedelta(days=1):
+        return 0.0
+    return off
+
+
+def _freshness(candidates: list[Candidate], band: float) -> dict:
+    """Where each near-tie's date falls between the oldest (0) and the newest (1) of the near-ties."""
+    top = max((c.relevance for c in candidates), default=0.0)
+    near = [c for c in candidates if c.relevance >= top - band]
+    dates = [c.meta["dated_at"] for c in near]
+    span = (max(dates) - min(dates)).total_seconds() if dates else 0
+    if not span:
+        return {}
+    oldest = min(dates)
+    return {c.id: (c.meta["dated_at"] - oldest).total_seconds() / span for c in near}
 
 
 def _newness(candidates: list[Candidate]) -> dict:

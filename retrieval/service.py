@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.conf import settings
 
-from retrieval import abstain, clickhouse, eligibility, fusion, namespaces, paging, rank, trace, usage, window
+from retrieval import abstain, clickhouse, eligibility, fusion, names, namespaces, paging, rank, trace, usage, window
 from retrieval import query as query_text
-from retrieval import rerank, spelling, vector_mirror
+from retrieval import rerank, spelling, thresholds, vector_mirror
 from retrieval.errors import Rejected
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
@@ -28,7 +28,6 @@ from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.providers.llm import get_llm
 from retrieval.thresholds import Gates
-from retrieval.thresholds import resolve as resolve_gates
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,8 @@ class _Prepared:
     ctx: Context
     gates: Gates
     floor: float
-    missing_entities: list[str]
+    missing_entities: list[str]  # entity_filter entities, when none of them is in memory
+    names: names.Check  # the names the query is about, and those memory mentions
     skipped: list[str]
     config: namespaces.NamespaceConfig
     degraded: list[str]  # what the search could not run, known before the legs
@@ -124,7 +124,8 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     served = window.shape(order, ctx.plan, prepared.floor)
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
-    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.cosine)
+    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names,
+                            prepared.cosine)  # fmt: skip
     result = SearchResult(
         hits=hits(served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens,
                   request.explain),
@@ -144,7 +145,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
         query_entities=ctx.entities,
         notes=ctx.plan.notes,
-        retrieval_work=asdict(prepared.work),
+        retrieval_work={**asdict(prepared.work), **_names_work(prepared.names)},
     )
     if request.paging:
         served_ids = {c.id for c in served}
@@ -187,6 +188,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
         "thresholds": prepared.gates.as_dict(),
         "degraded": degraded,
         **asdict(prepared.work),
+        **_names_work(prepared.names),
         "latency_ms": clock.total_ms,
     }
 
@@ -200,6 +202,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     searched, skipped = _namespaces(scope, request)
     embedder = get_embedder()
     clock.lap("plan")
+    named = clickhouse.on_the_side(names.check, scope.org, searched, request.searched)  # beside the embed
     degraded = []
     work = spelling.Work()
     try:
@@ -210,31 +213,39 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
         degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
         _without_a_model(plan, exc)
     clock.lap("embed")
-    gates = resolve_gates(scope.org, scope.namespace, embedder.model_name)
+    gates = thresholds.for_search(scope.org, scope.namespace, embedder)
     floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
     cosine = vector is not None
     if not cosine:
         vector, floor = np.zeros(embedder.dim, dtype=np.float32), 0.0  # candidates still read their rank columns; no cosine to floor
     cue = shape.date
-    temporal_window = None
+    dated = None  # the window the temporal leg reads: temporal mode keeps only its rows, other modes add them
     if plan.mode == "temporal" and cue is not None:
         half = timedelta(days=max(cue.window_days, settings.LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS))
-        temporal_window = (cue.at - half, cue.at + half)
+        dated = (cue.at - half, cue.at + half)
     elif plan.mode == "temporal":
         plan.notes.append("temporal: no date in the query or observation_date; ordered by cosine alone")
-    found = eligibility.build(request, temporal_window, user_id, session_id)
-    ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=temporal_window)
+    elif cue is not None:
+        dated = (cue.at - timedelta(days=cue.window_days), cue.at + timedelta(days=cue.window_days))
+    found = eligibility.build(request, dated if plan.mode == "temporal" else None, user_id, session_id)
+    ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=dated)
     ctx.key_axis = _key_axis(scope.org, scope.namespace, embedder.model_name)
     wanted = sorted({entity.lower() for entity in request.entity_filter})
     detect = "entity" in plan.legs or "graph" in plan.legs
-    names = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
-    present = set(entity_leg.known(scope.org, searched, sorted(names))) if names else set()  # one read for both
+    mentioned = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
+    present = set(entity_leg.known(scope.org, searched, sorted(mentioned))) if mentioned else set()  # one read
     # entity_absent: not one of the filter's entities is in memory.
     missing = wanted if wanted and not present & set(wanted) else []
     if detect:
         ctx.entities = sorted(set(wanted) | present)
+    checked = named.result()
     clock.lap("prepare")
-    return _Prepared(ctx, gates, floor, missing, skipped, config, degraded, cosine, work)
+    return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
+
+
+def _names_work(checked: names.Check) -> dict:
+    """`retrieval_work`'s account of the entity check: the names read from the query and those found."""
+    return {"names_checked": checked.names, "names_found": checked.found}
 
 
 def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.ndarray:

@@ -10,14 +10,15 @@ never fails a search.
 """
 
 import logging
+import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
 from django.conf import settings
 
-from retrieval import calibration, clickhouse
+from retrieval import calibration, clickhouse, noise
 from retrieval.providers.embedders import get_embedder, provider_for
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class Gates:
     duplicate: float
     calibration_hash: str | None = None
     calibrated_at: datetime | None = None
+    abstain_source: str = ""  # the tier the abstain gate comes from, or namespace_noise (retrieval/noise.py)
+    noise_level: float | None = None  # the namespace's noise level, when measured
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -45,6 +48,7 @@ class Gates:
 def scalar() -> Gates:
     return Gates(
         tier="scalar",
+        abstain_source="scalar",
         min_similarity=settings.LOOM_MEMORY_SEARCH_MIN_SIMILARITY,
         abstain=settings.LOOM_MEMORY_SEARCH_ABSTAIN_THRESHOLD,
         query_rewrite=settings.LOOM_MEMORY_SEARCH_QUERY_REWRITE_THRESHOLD,
@@ -63,6 +67,20 @@ def resolve(org: str, namespace: str, embedding_model: str) -> Gates:
     return in_force(org, namespace, embedding_model)[0]
 
 
+def for_search(org: str, namespace: str, embedder) -> Gates:
+    """The gates a search of this namespace judges by: the tiers, with the abstain gate raised to the namespace's
+    noise level where that is higher (real embedders; retrieval/noise.py)."""
+    gates = resolve(org, namespace, embedder.model_name)
+    if gates.tier == "scalar":
+        return gates
+    found = noise.in_force(org, namespace, embedder)
+    if found is None:
+        return gates
+    if found.abstain > gates.abstain:
+        return replace(gates, abstain=found.abstain, abstain_source="namespace_noise", noise_level=found.level)
+    return replace(gates, noise_level=found.level)
+
+
 def in_force(org: str, namespace: str, embedding_model: str) -> tuple[Gates, calibration.Calibration | None]:
     """The gates a search of this namespace uses, and the calibration they come from (None: scalar)."""
     if not adaptive(embedding_model):
@@ -70,25 +88,32 @@ def in_force(org: str, namespace: str, embedding_model: str) -> tuple[Gates, cal
     try:
         own = _cached(("namespace", clickhouse.target(), org, namespace, embedding_model), NAMESPACE_CACHE_SECONDS,
                       lambda: calibration.namespace_stored(org, namespace, embedding_model))  # fmt: skip
-        if own is not None:
-            return _gates("namespace", own), own
         cluster = _cluster(embedding_model)
     except clickhouse.ClickHouseUnavailable as exc:
         log.warning("calibration unreadable, serving the scalar gates: %s", exc)
         return scalar(), None
-    return (_gates("cluster", cluster), cluster) if cluster is not None else (scalar(), None)
+    below = _gates("cluster", cluster) if cluster is not None else scalar()
+    if own is not None:  # a gate the namespace's pairs did not support comes from the tier below
+        return _gates("namespace", own, below), own
+    return below, cluster
 
 
 def report(org: str, namespace: str) -> dict:
     """calibration.get: the tier in force for the namespace, every gate, and the probe behind them."""
-    model = get_embedder().model_name
+    embedder = get_embedder()
+    model = embedder.model_name
     gates, found = in_force(org, namespace, model)
+    measured = noise.in_force(org, namespace, embedder) if gates.tier != "scalar" else None
     return {
+        "abstain_in_force": max(gates.abstain, measured.abstain) if measured else gates.abstain,
+        "noise": measured.as_dict() if measured else None,
         "namespace": namespace,
         "embedding_model": model,
         "adaptive": adaptive(model),
         "tier": gates.tier,
         "gates": {name: getattr(gates, name) for name in calibration.GATES},
+        # A namespace calibration's gates its pairs did not support, served from the tier below.
+        "inherited": [name for name in calibration.GATES if found and math.isnan(found.gates[name])],
         "calibration_hash": gates.calibration_hash,
         "calibrated_at": gates.calibrated_at,
         "age_seconds": (datetime.now(UTC) - gates.calibrated_at).total_seconds() if gates.calibrated_at else None,
@@ -110,11 +135,15 @@ def health() -> dict:
 def forget() -> None:
     """Drop this process's copies: a calibration made here is served by its next search."""
     _copies.clear()
+    noise.forget()
 
 
-def _gates(tier: str, found: calibration.Calibration) -> Gates:
+def _gates(tier: str, found: calibration.Calibration, below: Gates | None = None) -> Gates:
     gates = {name: found.gates[name] for name in calibration.GATES}
-    return Gates(tier=tier, **gates, calibration_hash=found.calibration_hash, calibrated_at=found.created_at)
+    if below is not None:
+        gates = {name: getattr(below, name) if math.isnan(value) else value for name, value in gates.items()}
+    return Gates(tier=tier, **gates, calibration_hash=found.calibration_hash, calibrated_at=found.created_at,
+                 abstain_source=tier if below is None or not math.isnan(found.gates["abstain"]) else below.tier)
 
 
 _copies: dict[tuple, tuple[float, calibration.Calibration | None]] = {}

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 
-from retrieval import chunking, clickhouse, sensitivity, sentences, text, thresholds, vector_mirror
+from retrieval import chunking, clickhouse, names, sensitivity, sentences, text, thresholds, vector_mirror
 from retrieval.eligibility import Eligibility
 from retrieval.errors import Rejected
 from retrieval.providers import customer
@@ -284,16 +284,20 @@ def _judge(scope: Scope, plans: list[_Plan]) -> None:
     sims = _earlier_in_batch(vectors, keys, scopes)
     best = sims.argmax(axis=1).tolist()
     canonical = np.ones(len(todo), dtype=bool)  # a duplicate is never a canonical
+    stored_values = _values(scope, [(hit[0], scopes[i]) for i, hit in enumerate(nearest)
+                                    if hit is not None and hit[1] >= gates.duplicate])  # fmt: skip
     for i, (plan, hit) in enumerate(zip(todo, nearest)):
         j = best[i]
         if not canonical[j]:  # rare: look again among the canonical rows
             j = int(np.where(canonical, sims[i], -np.inf).argmax())
+        value = stored_values.get((hit[0], scopes[i])) if hit is not None else None
         if canonical[j] and sims[i, j] > -np.inf and (hit is None or sims[i, j] > hit[1]):
-            hit = (keys[j], float(sims[i, j]))
+            hit, value = (keys[j], float(sims[i, j])), todo[j].row["value"]
         if hit is None:
             continue
         key, similarity = hit
-        if similarity >= gates.duplicate:
+        # A near copy that differs in a number, version, date, identifier or name is another fact.
+        if similarity >= gates.duplicate and value is not None and names.markers(value) == names.markers(plan.row["value"]):
             plan.row["duplicate_of"] = plan.result.duplicate_of = key
             canonical[i] = False
         elif similarity >= gates.conflict:
@@ -301,6 +305,21 @@ def _judge(scope: Scope, plans: list[_Plan]) -> None:
                        "tier": gates.tier}  # fmt: skip
             plan.row["conflict_verdict"] = json.dumps(verdict)
             plan.result.conflict_verdict = verdict
+
+
+def _values(scope: Scope, wanted: list[tuple[str, tuple]]) -> dict[tuple[str, tuple], str]:
+    """The live values of these (key, write scope) rows: what a duplicate candidate's markers are read from."""
+    if not wanted:
+        return {}
+    rows = clickhouse.query(
+        f"""
+        SELECT memory_key, {", ".join(vector_mirror.SCOPE)}, value FROM memories FINAL
+        WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND memory_key IN {{keys:Array(String)}}
+          AND status = 'active'
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "keys": sorted({key for key, _ in wanted})},
+    )
+    return {(row["memory_key"], vector_mirror.scope_of(row)): row["value"] for row in rows}
 
 
 def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> np.ndarray:

@@ -92,3 +92,43 @@ def test_a_fake_embedder_keeps_the_scalar_gates(backend, agent, alice):
     assert agent.call("calibration.run", pairs, alice.token("writer")).error == "ROLE_FORBIDDEN"
     with pytest.raises(CommandError, match="scalar gates"):
         call_command("recalibrate")
+
+
+SLA_TIERS = [
+    {"memory_key": "sla.enterprise", "value": "Enterprise SLA: first response within 1 hour, resolution within 8 hours"},
+    {"memory_key": "sla.growth", "value": "Growth SLA: first response within 4 hours, resolution within 24 hours"},
+    {"memory_key": "sla.starter", "value": "Starter SLA: first response within 24 hours, resolution within 72 hours"},
+]
+QUESTION_ANSWER = [
+    ["What is the Enterprise SLA?", "Enterprise SLA: first response within 1 hour"],
+    ["Where is the Berlin office?", "The Berlin office is at Torstrasse 12"],
+    ["Who leads the platform team?", "Jonas Berg leads the platform team"],
+    ["When do production deploys run?", "Production deploys run on Tuesday mornings"],
+    ["How long are backups kept?", "Backups are kept for 35 days"],
+    ["Which editor theme does Lena prefer?", "Lena prefers a dark theme in the editor"],
+]
+UNRELATED = [["What is the Enterprise SLA?", "The cafeteria serves soup on Fridays"],
+             ["Where is the Berlin office?", "Backups are kept for 35 days"],
+             ["Who leads the platform team?", "Production deploys run on Tuesday mornings"]]  # fmt: skip
+
+
+def test_question_answer_pairs_never_set_the_write_gates(local_embedder, agent):
+    """calibration.run with question -> answer pairs sets the trigger gates; the write gates stay the model's, so
+    three SLA tiers stay three rows, and the Growth question gets the Growth row."""
+    call_command("recalibrate")
+    cluster = calibration.stored("local:minilm").gates
+    ran = agent.call("calibration.run", {"similar": QUESTION_ANSWER, "distractors": UNRELATED}, agent.token).json
+    assert ran["tier"] == "namespace" and ran["inherited"] == ["conflict", "duplicate"]
+    assert (ran["gates"]["conflict"], ran["gates"]["duplicate"]) == (cluster["conflict"], cluster["duplicate"])
+    assert ran["gates"]["query_rewrite"] != cluster["query_rewrite"]  # the pairs did set what they support
+    written = agent.set(*SLA_TIERS).json["items"]
+    assert [item["duplicate_of"] for item in written] == [None, None, None]
+    assert agent.hits("What is the Growth SLA first-response time?")[0] == "sla.growth"
+
+
+def test_paraphrase_pairs_set_the_write_gates(local_embedder, agent):
+    call_command("recalibrate")
+    paraphrases = [list(pair) for pair in probe_corpora.PARAPHRASES[:6]]
+    ran = agent.call("calibration.run", {"similar": QUESTION_ANSWER, "distractors": UNRELATED,
+                                         "paraphrases": paraphrases}, agent.token).json  # fmt: skip
+    assert ran["inherited"] == [] and ran["gates"]["duplicate"] != calibration.stored("local:minilm").gates["duplicate"]

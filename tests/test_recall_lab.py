@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from retrieval import thresholds
 from tenancy.models import Membership
 from tests.conftest import Agent
 
@@ -219,6 +220,8 @@ def test_an_admin_recalibrates_the_real_embedder_and_sees_the_distributions(loca
     figure = json.loads(page.split('class="plot" data-target="calibration-')[1].split('">', 1)[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} == {"paraphrase", "question_fact", "distractor"}
     assert len(figure["layout"]["shapes"]) == 7  # every gate drawn on the distributions
+    noise = thresholds.report(alice.name, "default")["noise"]
+    assert f"{noise['level']:.3f} <span class=\"meta\">(1 row," in page  # the namespace's noise level, measured
 
 
 def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, call, settings):

@@ -1,5 +1,7 @@
 """memory.search: the verdict. Every abstain code is reachable, and a confident answer is not an abstain."""
 
+import pytest
+
 from retrieval import abstain
 
 
@@ -55,15 +57,32 @@ def test_page_expired_for_an_unknown_or_expired_handle(backend, agent):
     assert (reply["abstain"], reply["abstain_code"], reply["hits"]) == (True, "page_expired", [])
 
 
-def test_the_gate_reads_rank_one_or_with_the_setting_the_best_cosine_served(backend, ranker, settings):
+def test_the_gate_reads_the_pools_best_cosine_or_with_the_setting_rank_one_or_the_window(backend, ranker, settings):
     # Under rrf a lexical-only match can hold rank 1 with a weak cosine while a better cosine sits at rank 2.
     ranker.set({"memory_key": "lookalike", "value": "zebrafish zebrafish"},
                {"memory_key": "holder", "value": "planning notes mention a zebra once among budgets hiring offsites"})  # fmt: skip
-    rank_one = ranker.search("zebra", search_mode="rrf").json
-    assert rank_one["hits"][0]["memory_key"] == "holder" and rank_one["hits"][0]["similarity"] < 0.30
-    assert rank_one["abstain_code"] == "below_threshold"
+    pool = ranker.search("zebra", search_mode="rrf").json
+    assert pool["hits"][0]["memory_key"] == "holder" and pool["hits"][0]["similarity"] < 0.30
+    assert pool["abstain"] is False
+    settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE = "rank1"
+    assert ranker.search("zebra", search_mode="rrf").json["abstain_code"] == "below_threshold"
     settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE = "window"
-    assert ranker.search("zebra", search_mode="rrf").json["abstain"] is False
+    assert ranker.search("zebra", search_mode="rrf", top_k=1).json["abstain_code"] == "below_threshold"
+    assert ranker.search("zebra", search_mode="rrf", top_k=2).json["abstain"] is False
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid", "rrf"])
+def test_the_verdict_does_not_move_with_top_k(backend, agent, mode):
+    """The pool a verdict reads is the same for every window size: 5, 13 and 15 (pools of 50, 52 and 60 rows)."""
+    agent.set(*[{"memory_key": f"note.{i:02d}", "value": f"note {i}: the team discussed option {i % 7} for the "
+                 f"{['billing', 'search', 'auth', 'web'][i % 4]} roadmap"} for i in range(80)])  # fmt: skip
+    for query in ("what did the team discuss about the billing roadmap", "option 3 auth", "quarterly tax filing"):
+        verdicts = set()
+        for top_k in (5, 13, 15):
+            reply = agent.search(query, search_mode=mode, top_k=top_k).json
+            verdicts.add((reply["abstain"], reply["abstain_code"], reply["retrieval_risk"],
+                          reply["retrieval_confidence"]))  # fmt: skip
+        assert len(verdicts) == 1, (query, verdicts)
 
 
 def test_risk_grades_follow_confidence():

@@ -1,5 +1,7 @@
 """memory.search: each search_mode on a namespace where that mode decides the order."""
 
+import math
+
 import pytest
 
 from retrieval.plan import RRF_K
@@ -87,8 +89,23 @@ def test_lexical_is_token_overlap_only(backend, ranker):
     reply = ranker.search("kafka retention", search_mode="lexical", explain=True)
     hits = reply.json["hits"]
     assert [h["memory_key"] for h in hits] == ["both", "one"]
-    assert hits[0]["score_components"]["lexical"] == 1.0 and hits[1]["score_components"]["lexical"] == 0.5
+    # Each query word counts by its idf over the namespace (2 rows): kafka is in both, retention in one.
+    kafka, retention = math.log(1 + 0.5 / 2.5), math.log(1 + 1.5 / 1.5)
+    assert hits[0]["score_components"]["lexical"] == 1.0
+    assert hits[1]["score_components"]["lexical"] == pytest.approx(kafka / (kafka + retention), abs=1e-5)
     assert hits[1]["similarity"] > hits[0]["similarity"]  # the cosine did not decide
+
+
+def test_a_rare_query_word_outweighs_a_common_one(backend, ranker):
+    ranker.set(
+        {"memory_key": "sunrise", "value": "Melanie: I painted a sunrise over the lake"},
+        {"memory_key": "m1", "value": "Melanie: the kids loved the museum"},
+        {"memory_key": "m2", "value": "Melanie: work has been busy lately"},
+        {"memory_key": "m3", "value": "Melanie: we went camping with the kids"},
+    )
+    hits = ranker.search("Melanie sunrise", search_mode="lexical", explain=True).json["hits"]
+    assert hits[0]["memory_key"] == "sunrise"
+    assert hits[1]["score_components"]["lexical"] < 0.25  # only the common word
 
 
 def test_graph_lifts_rows_one_hop_from_the_query_entity(backend, ranker):

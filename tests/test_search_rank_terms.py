@@ -2,6 +2,9 @@
 
 import pytest
 
+from retrieval import rank
+from tests import events
+
 SAME = "the quarterly report is due on friday"
 
 
@@ -27,9 +30,37 @@ def test_a_recency_cue_lifts_the_newest_and_a_first_cue_the_oldest(backend, rank
     ranker.set({"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
                {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"})  # fmt: skip
     latest = ranker.search("what is the latest quarterly report", explain=True)
-    assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == 0.05
+    assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == rank.RECENCY
     first = ranker.search("what was the first quarterly report", explain=True)
-    assert order(first) == ["old", "new"] and components(first)["old"]["chronology"] == 0.05
+    assert order(first) == ["old", "new"] and components(first)["old"]["chronology"] == rank.RECENCY
+
+
+def test_first_inside_a_compound_word_is_no_chronology_cue(backend, ranker):
+    ranker.set({"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
+               {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"})  # fmt: skip
+    reply = ranker.search("the first-response quarterly report", explain=True)
+    assert all("chronology" not in c and "recency" not in c for c in components(reply).values())
+
+
+@pytest.mark.parametrize("mode", [None, "hybrid"])
+def test_the_latest_deploy_of_a_service_is_served_first(backend, agent, mode):
+    """Forty deploy events: the newest of the service's deploys comes first, whatever else the pool holds."""
+    agent.set(*events.deploys())
+    newest = max((e for e in events.deploys() if "billing-service" in e["value"]), key=lambda e: e["valid_at"])
+    asked = {"search_mode": mode} if mode else {}
+    assert agent.hits("What was the latest deploy of billing-service?", **asked)[0] == newest["memory_key"]
+    oldest = min((e for e in events.deploys() if "billing-service" in e["value"]), key=lambda e: e["valid_at"])
+    assert agent.hits("What was the first deploy of billing-service?", **asked)[0] == oldest["memory_key"]
+
+
+@pytest.mark.parametrize("mode", [None, "hybrid", "lexical"])
+def test_a_dated_question_finds_that_dates_rows(backend, agent, mode):
+    """The date is read in every mode: its rows are pulled into the pool and lifted."""
+    agent.set(*events.deploys())
+    asked = {"search_mode": mode} if mode else {}
+    on_the_day = [e["memory_key"] for e in events.deploys() if e["valid_at"].startswith("2026-04-15")]
+    assert on_the_day and agent.hits("What happened on 2026-04-15?", **asked)[0] == on_the_day[0]
+    assert agent.hits("What happened on 15 April 2026?", **asked)[0] == on_the_day[0]
 
 
 def test_a_date_in_the_question_lifts_rows_anchored_near_it(backend, ranker):
@@ -37,7 +68,7 @@ def test_a_date_in_the_question_lifts_rows_anchored_near_it(backend, ranker):
                {"memory_key": "july", "value": SAME, "valid_at": "2024-07-02T00:00:00Z"})  # fmt: skip
     reply = ranker.search("quarterly report on 2 March 2024", explain=True)
     assert order(reply) == ["march", "july"]
-    assert components(reply)["march"]["date"] == 0.05 and components(reply)["july"]["date"] == 0.0
+    assert components(reply)["march"]["date"] == rank.DATE and components(reply)["july"]["date"] == 0.0
 
 
 def test_confidence_prior_orders_equal_rows(backend, ranker):

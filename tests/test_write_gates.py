@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests import events
 from tests.test_vector_mirror import wait_for_mirror
 
 DARK = "The user prefers a dark theme in the editor"
@@ -115,3 +116,38 @@ def test_conversation_turns_and_unembedded_values_are_exempt(backend, agent):
     assert (fact["write_gates"], fact["duplicate_of"]) == ("judged", None)
     secret = stored(agent, {"memory_key": "s", "value": DARK, "sensitivity": "high"})[0]
     assert (secret["write_gates"], secret["duplicate_of"]) == ("exempt", None)
+
+
+def test_forty_templated_deploy_events_are_forty_searchable_rows(path, agent, settings):
+    """Near-identical wording, distinct facts: another version, person or date is never a duplicate."""
+    settings.LOOM_DUPLICATE_THRESHOLD = 0.5  # a gate that every pair of these events clears on cosine alone
+    deploys = events.deploys()
+    results = stored(agent, *deploys[:20]) + stored(agent, *deploys[20:])  # judged in a batch, then against stored
+    assert [r["duplicate_of"] for r in results] == [None] * 40
+    found = agent.hits("deploys of web-app, billing-service, search-api and auth-gateway", top_k=40, min_similarity=0)
+    assert sorted(found) == sorted(e["memory_key"] for e in deploys)
+
+
+@pytest.mark.parametrize("copy", [
+    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back",  # the same fact, word for word
+    "Jonas Berg deployed web-app v4.2.3 on 2026-10-27 and it was rolled back",  # reworded, same markers
+])
+def test_a_copy_with_the_same_numbers_and_names_is_still_a_duplicate(path, agent, settings, copy):
+    settings.LOOM_DUPLICATE_THRESHOLD = 0.5
+    stored(agent, {"memory_key": "d1", "value": "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back"})
+    assert stored(agent, {"memory_key": "d2", "value": copy})[0]["duplicate_of"] == "d1"
+
+
+@pytest.mark.parametrize("other", [
+    "web-app v4.2.4 deployed by Jonas Berg on 2026-10-27; rolled back",  # version
+    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-28; rolled back",  # date
+    "web-app v4.2.3 deployed by Lena Berg on 2026-10-27; rolled back",  # name
+    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back 2 times",  # number
+    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27 from build_7731; rolled back",  # identifier
+])
+def test_one_marker_apart_is_another_fact(path, agent, settings, other):
+    settings.LOOM_DUPLICATE_THRESHOLD = 0.5
+    stored(agent, {"memory_key": "d1", "value": "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back"})
+    result = stored(agent, {"memory_key": "d2", "value": other})[0]
+    assert result["duplicate_of"] is None
+    assert result["conflict_verdict"]["memory_key"] == "d1"  # close enough to say so, not to hide it

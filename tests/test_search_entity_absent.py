@@ -1,0 +1,90 @@
+"""memory.search: entity_absent when the question is about someone or something no memory mentions."""
+
+import pytest
+
+from retrieval import names
+
+COMPANY_FACTS = [
+    {"memory_key": "sla.enterprise", "value": "Enterprise SLA: first response within 1 hour, 24/7 coverage"},
+    {"memory_key": "office.berlin", "value": "The Berlin office is at Torstrasse 12 and opens at 8:30"},
+    {"memory_key": "deploy.window", "value": "Production deploys run on Tuesday mornings after the standup"},
+    {"memory_key": "team.lead", "value": "Jonas Berg leads the platform team since March"},
+]
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("Who won the 2026 World Cup?", ["World Cup"]),
+        ("Did Jon and Gina both enter the dance contest?", ["Jon", "Gina"]),
+        ("Jonas Berg deployed what?", ["Jonas Berg"]),  # a run opening the sentence is a name
+        ("Deploy notes for tuesday?", []),  # one capitalised word opening a sentence is not
+        ("What did Mel paint in July 2023?", ["Mel"]),  # months are dates, not names
+        ("Where does Caroline's sister live?", ["Caroline"]),
+        ('Would she enjoy "The Four Seasons" by Vivaldi?', ["The Four Seasons", "Vivaldi"]),
+        ("When was web-app v4.2.3 rolled back?", ["v4.2.3"]),
+        ("what happened on 2026-10-11?", []),
+        ("what is the refund policy?", []),
+    ],
+)
+def test_the_names_a_question_is_about(query, expected):
+    assert names.about(query) == expected
+
+
+def test_a_question_about_nothing_in_memory_abstains(backend, agent):
+    agent.set(*COMPANY_FACTS)
+    reply = agent.search("Who won the 2026 World Cup?").json
+    assert (reply["abstain"], reply["abstain_code"], reply["retrieval_risk"]) == (True, "entity_absent", "abstain")
+    assert "World Cup" in reply["abstain_reason"]
+    assert reply["retrieval_work"]["names_checked"] == ["World Cup"]
+    assert reply["retrieval_work"]["names_found"] == []
+
+
+def test_a_question_about_a_known_name_is_answered(backend, agent):
+    agent.set(*COMPANY_FACTS)
+    reply = agent.search("What does Jonas Berg lead?").json
+    assert reply["abstain_code"] != "entity_absent"
+    assert reply["retrieval_work"]["names_found"] == ["Jonas Berg"]
+    assert reply["hits"][0]["memory_key"] == "team.lead"
+
+
+def test_one_known_name_is_enough(backend, agent):
+    """A question naming a known and an unknown name may be about the known one: the cosine gates judge it."""
+    agent.set(*COMPANY_FACTS)
+    reply = agent.search("Does Jonas Berg know Vivaldi?").json
+    assert reply["abstain_code"] != "entity_absent"
+    assert reply["retrieval_work"] == {**reply["retrieval_work"], "names_checked": ["Jonas Berg", "Vivaldi"],
+                                       "names_found": ["Jonas Berg"]}  # fmt: skip
+
+
+def test_a_name_is_found_only_when_one_row_holds_all_its_words(backend, agent):
+    """'Berlin' and 'Jonas' are both in memory, but no row names 'Jonas Berlin'."""
+    agent.set(*COMPANY_FACTS)
+    reply = agent.search("Where does Jonas Berlin work?").json
+    assert reply["abstain_code"] == "entity_absent"
+
+
+def test_an_entity_mention_counts_even_when_the_text_does_not_say_it(backend, agent):
+    agent.set({"memory_key": "office.ber", "value": "opens at 8:30, badge at the front desk", "entities": ["Office BER"]})
+    reply = agent.search("When does Office BER open?").json
+    assert reply["retrieval_work"]["names_found"] == ["Office BER"]
+    assert reply["abstain_code"] != "entity_absent"
+
+
+def test_names_are_looked_up_in_keys_too(backend, agent):
+    agent.set({"memory_key": "customer.acme.contact", "value": "reach them at ops@example.com"})
+    assert agent.search("How do I reach Acme?").json["retrieval_work"]["names_found"] == ["Acme"]
+
+
+def test_another_org_mentioning_the_name_does_not_count(backend, agent, bob, call):
+    from tests.conftest import Agent
+
+    Agent(call, bob.token("admin")).set({"memory_key": "cup", "value": "Argentina won the World Cup final"})
+    agent.set(*COMPANY_FACTS)
+    assert agent.search("Who won the World Cup?").json["abstain_code"] == "entity_absent"
+
+
+def test_search_trace_shows_the_check(backend, agent, call):
+    agent.set(*COMPANY_FACTS)
+    trace = call("memory.search_trace", {"namespace": "default", "query": "Who won the World Cup?"}, agent.token).json
+    assert (trace["names_checked"], trace["names_found"]) == (["World Cup"], [])
