@@ -130,8 +130,10 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
         return 0
     values = [memories[tuple(row[name] for name in IDENTITY)]["value"] for row in rows]
     passages = [write.passages(value) for value in values]
+    contexts = write.turn_contexts(org, namespace, [{**row, "value": value} for row, value in zip(rows, values)])
     with customer.for_org(org, namespace, feature="reembed"):
-        vectors = write.embed_rows(served, [(v, row["memory_key"], cut) for v, row, cut in zip(values, rows, passages)])
+        vectors = write.embed_rows(served, [(v, row["memory_key"], cut, context)
+                                            for v, row, cut, context in zip(values, rows, passages, contexts)])  # fmt: skip
     fresh, chunks = [], []
     for row, cut, (head, key, chunk_vectors) in zip(rows, passages, vectors):
         fresh.append({**row, "embedding_model": served.model_name, "embedding_dim": served.dim,

@@ -238,7 +238,12 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     missing = wanted if wanted and not present & set(wanted) else []
     if detect:
         ctx.entities = sorted(set(wanted) | present)
-    checked = named.result()
+    try:
+        checked = named.result()
+    except clickhouse.ClickHouseError as exc:  # the check fails open: the cosine gates still judge
+        log.warning("entity check failed: %s", exc)
+        checked = names.Check()
+        degraded.append("entity_check")
     clock.lap("prepare")
     return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
 

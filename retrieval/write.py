@@ -139,7 +139,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
                     where,
                 )
             plans.append(_plan(scope, item, previous, changes, level, reason, now))
-        if not _embed(plans):
+        if not _embed(scope, plans):
             for plan in plans:
                 plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
         _judge(scope, plans)
@@ -219,13 +219,15 @@ def passages(value: str) -> list[tuple[int, str]]:
     return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS)
 
 
-def _embed(plans: list[_Plan]) -> bool:
+def _embed(scope: Scope, plans: list[_Plan]) -> bool:
     """Embed every new row's head and key, and its chunks, in one call; False when the org's calls are refused."""
     todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
     if not todo:
         return True
+    contexts = turn_contexts(scope.org, scope.namespace, [plan.row for plan in todo])
     try:
-        vectors = embed_rows(get_embedder(), [(plan.row["value"], plan.row["memory_key"], plan.chunks) for plan in todo])
+        vectors = embed_rows(get_embedder(), [(plan.row["value"], plan.row["memory_key"], plan.chunks, context)
+                                              for plan, context in zip(todo, contexts)])  # fmt: skip
     except customer.SWITCHED as exc:  # stored with stubs; embed_pending embeds them later
         log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
         return False
@@ -234,25 +236,76 @@ def _embed(plans: list[_Plan]) -> bool:
     return True
 
 
-def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]]]]) -> list[tuple]:
-    """(value, key, passages) -> (value vector, key vector, passage vectors), in one provider call.
+# A conversation turn's vector leans toward the turn it answers: the mean of its own vector and CONTEXT_WEIGHT
+# times the vector of the two turns read together. "Yes, we went to the Grand Canyon last summer" says where only
+# after "Where did you travel?". On LoCoMo's dev split this gained recall@10 on every leave-one-conversation-out
+# fold (0.758 -> 0.784, 0.720 -> 0.738, 0.791 -> 0.804 under hybrid; bench/quality.py), at one more embedding
+# per turn.
+CONTEXT_WEIGHT = 0.5
+
+
+def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]], str | None]]) -> list[tuple]:
+    """(value, key, passages, context) -> (value vector, key vector, passage vectors), in one provider call.
 
     A value's vector is its head's (LOOM_MEMORY_EMBED_HEAD_CHARS), pooled from its sentences when the embedder
-    asks for that (retrieval/sentences.py). The write path, embed_pending and reembed all embed through here.
+    asks for that (retrieval/sentences.py), and for a turn with a `context` (the turn before it, `turn_contexts`)
+    blended with the vector of the two read together. The write path, embed_pending and reembed all embed
+    through here.
     """
+    head_chars = settings.LOOM_MEMORY_EMBED_HEAD_CHARS
     texts, spans = [], []
-    for value, key, cut in rows:
-        head = value[: settings.LOOM_MEMORY_EMBED_HEAD_CHARS]
+    for value, key, cut, context in rows:
+        head = value[:head_chars]
         parts = sentences.pieces(head) if embedder.pools_sentences else [head]
-        spans.append(len(parts))
-        texts += parts + [key] + [passage for _, passage in cut]
+        together = [f"{context[-head_chars:]}\n{head}"] if context else []
+        spans.append((len(parts), len(together)))
+        texts += parts + together + [key] + [passage for _, passage in cut]
     vectors = embedder.embed_many(texts)
     out, at = [], 0
-    for (_, _, cut), parts in zip(rows, spans):
+    for (_, _, cut, _), (parts, together) in zip(rows, spans):
         head = sentences.pooled(vectors[at : at + parts])
         at += parts
+        if together:
+            blend = head + CONTEXT_WEIGHT * vectors[at]
+            head = blend / (np.linalg.norm(blend) or 1.0)
+            at += 1
         out.append((head, vectors[at], vectors[at + 1 : at + 1 + len(cut)]))
         at += 1 + len(cut)
+    return out
+
+
+def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None]:
+    """Each conversation turn's preceding turn in its session (None for any other row, and a session's first):
+    the batch's earlier turns first, then the session's newest stored turn of another key older than it."""
+    out: list[str | None] = [None] * len(rows)
+    last: dict[str, str] = {}
+    wanted = []
+    for at in sorted(range(len(rows)), key=lambda at: rows[at]["version"]):  # in the order they were written
+        row = rows[at]
+        if row["memory_type"] != "turn" or not row["session_id"]:
+            continue
+        if row["session_id"] in last:
+            out[at] = last[row["session_id"]]
+        else:
+            wanted.append(at)
+        last[row["session_id"]] = row["value"]
+    if not wanted:
+        return out
+    stored = clickhouse.query(
+        """
+        SELECT session_id, memory_key, version, value FROM memories FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String} AND memory_type = 'turn' AND status = 'active'
+          AND session_id IN {sessions:Array(String)} AND version < {before:UInt64}
+        ORDER BY session_id, version
+        """,
+        {"org": org, "namespace": namespace, "sessions": sorted({rows[at]["session_id"] for at in wanted}),
+         "before": max(rows[at]["version"] for at in wanted)},
+    )  # fmt: skip
+    for at in wanted:
+        row = rows[at]
+        earlier = [s for s in stored if s["session_id"] == row["session_id"] and s["version"] < row["version"]
+                   and s["memory_key"] != row["memory_key"]]  # fmt: skip
+        out[at] = earlier[-1]["value"] if earlier else None
     return out
 
 
@@ -474,7 +527,7 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
         plans = [_Plan(None, None, None, row=row, chunks=passages(row["value"])) for row in rows]
-        if not rows or not _embed(plans):
+        if not rows or not _embed(scope, plans):
             return 0
         now, revision = datetime.now(UTC), next_version()
         embeddings = [_embedding_row(plan, revision, now) for plan in plans]
