@@ -243,9 +243,8 @@ class MemorySearchTraceLog(OpView):
     response_serializer = outputs.SearchTraceLogOut
 
     def run(self, scope, data):
-        rows = trace.read(scope, **data)
-        more = len(rows) == data["limit"]
-        return self.answer({"rows": rows, "next_before": rows[-1]["trace_id"] if more else None})
+        rows, next_before = trace.page(scope, **data)
+        return self.answer({"rows": rows, "next_before": next_before})
 
 
 class MemoryOutcome(OpView):

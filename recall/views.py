@@ -243,8 +243,8 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
     with errors_shown(context):
         scope = _namespace_scope(principal, form, context)
         filters = _trace_filters(form)
-        rows = trace.read(scope, **filters, limit=PAGE + 1, before=form["before"] or None)
-        context.update(scope=scope, rows=rows[:PAGE], next_before=rows[PAGE - 1]["trace_id"] if len(rows) > PAGE else None,
+        rows, next_before = trace.page(scope, PAGE, form["before"] or None, **filters)
+        context.update(scope=scope, rows=rows, next_before=next_before,
                        chart=json.dumps(_trace_chart(trace.series(scope, **filters))))  # fmt: skip
     return _respond(request, "recall/_traces.html", "recall/traces.html", context)
 

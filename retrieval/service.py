@@ -202,7 +202,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     searched, skipped = _namespaces(scope, request)
     embedder = get_embedder()
     clock.lap("plan")
-    named = clickhouse.on_the_side(names.check, scope.org, searched, request.searched)  # beside the embed
+    named = clickhouse.on_the_side(names.check, scope.org, searched, embedder.model_name, request.searched)
     degraded = []
     work = spelling.Work()
     try:

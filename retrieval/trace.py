@@ -92,6 +92,13 @@ def read(
     )
 
 
+def page(scope: Scope, limit: int = 50, before: str | None = None, **filters) -> tuple[list[dict], str | None]:
+    """One page of the log, newest first, and the `before` of the next page: None when this is the last (a row
+    past the page is read to tell, so an exactly full last page does not lead to an empty one)."""
+    rows = read(scope, **filters, limit=limit + 1, before=before)
+    return rows[:limit], rows[limit - 1]["trace_id"] if len(rows) > limit else None
+
+
 def series(scope: Scope, since=None, until=None, op=None, abstain=None, risk=None, buckets: int = 24) -> list[dict]:
     """Latency p50/p95 and the abstain rate over time, in about `buckets` equal steps of the rows' span."""
     return clickhouse.query(

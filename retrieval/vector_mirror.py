@@ -27,11 +27,12 @@ moves forward, so a live row's copy is never stale once its notice is applied.
 import logging
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 from django.conf import settings
 
-from retrieval import clickhouse, native
+from retrieval import clickhouse, native, text
 from retrieval.pool import META, RowId, row_id
 
 
@@ -57,11 +58,16 @@ class Vectors:
         self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
         self.values = self.keys = None  # (capacity, dim) float32, made on the first add
         self.visible = np.zeros(0, dtype=bool)  # live, not a reflection, not a duplicate
+        self.dated = np.zeros(0, dtype="datetime64[ms]")  # each row's dated_at, for a dated question's rows
         # Each row's write scope (agent, user, session, run), coded: the write gates compare within one.
         self.scope_ids: dict[tuple, int] = {}
         self.scope_codes = np.zeros(0, dtype=np.int32)
         # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
         self.chunked = False
+        # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
+        # question is about are looked up here before ClickHouse is asked (retrieval/names.py).
+        self.words: Counter = Counter()
+        self.counted: set[int] = set()  # the rows whose words are in `words`
 
     def add(self, rows: list[dict], chunked: bool = False, shown: dict | None = None) -> None:
         """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each."""
@@ -79,6 +85,7 @@ class Vectors:
                 self.meta[at] = {name: row[name] for name in META}
                 self.shown[at] = shown.get(_identity(row)) or self.shown[at]
                 self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
+                self.dated[at] = _ms(row["dated_at"])
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)
@@ -86,6 +93,7 @@ class Vectors:
         self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
         self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
         self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
+        self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
         codes = self.scope_ids
         self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
         for at, (rid, row) in enumerate(fresh, start):
@@ -93,6 +101,22 @@ class Vectors:
             self.ids.append(rid)
             self.meta.append({name: row[name] for name in META})
             self.shown.append(shown.get(_identity(row)))
+            self._count(at, +1)
+
+    def _count(self, at: int, sign: int) -> None:
+        """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
+        ClickHouse when asked for, so a name it alone holds is found there)."""
+        if self.shown[at] is None or (at in self.counted) == (sign > 0):
+            return
+        words = text.value_terms(self.shown[at][0]).keys() | text.key_terms(self.ids[at].memory_key).keys()
+        words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
+        self.words.update(dict.fromkeys(words, sign))
+        (self.counted.add if sign > 0 else self.counted.discard)(at)
+
+    def mentions(self, words: list[str]) -> list[bool]:
+        """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity)."""
+        with self.lock:
+            return [self.words[word] > 0 for word in words]
 
     def _reserve(self, size: int, dim: int) -> None:
         capacity = 0 if self.values is None else len(self.values)
@@ -111,6 +135,9 @@ class Vectors:
         codes = np.zeros(capacity, dtype=np.int32)
         codes[: len(self.ids)] = self.scope_codes[: len(self.ids)]
         self.scope_codes = codes
+        dated = np.zeros(capacity, dtype="datetime64[ms]")
+        dated[: len(self.ids)] = self.dated[: len(self.ids)]
+        self.dated = dated
 
     @property
     def nbytes(self) -> int:
@@ -122,6 +149,7 @@ class Vectors:
             for rid in ids:
                 if (at := self.position.get(rid)) is not None:
                     self.visible[at] = False
+                    self._count(at, -1)
 
     def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
         """The pool's best rows by greatest(value, key) similarity; ties by name, as the SQL leg orders them."""
@@ -145,6 +173,20 @@ class Vectors:
         ordered = sorted(chosen, key=lambda i: (-float(best[i]), _name(self.ids[i])))[:pool]
         return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
 
+
+    def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
+        """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
+        orders them), each with how far it is off the middle in seconds."""
+        middle = start + (end - start) / 2
+        with self.lock:
+            size = len(self.ids)
+            dated = self.dated[:size]
+            inside = np.flatnonzero(self.visible[:size] & (dated >= _ms(start)) & (dated <= _ms(end)))
+            off = np.abs((dated[inside] - _ms(middle)).astype(np.int64)) / 1000
+            take = min(len(inside), pool + 32)  # a margin, so rows tied at the cut are all considered
+            near = np.argpartition(off, take - 1)[:take] if 0 < take < len(inside) else range(len(inside))
+            ordered = sorted(near, key=lambda j: (off[j], _name(self.ids[inside[j]])))[:pool]
+            return [(self.ids[inside[j]], float(off[j]), self.meta[inside[j]]) for j in ordered]
 
     def rows(self, ids: list[RowId]) -> dict[RowId, dict]:
         """The memory rows of these ids that are live here, shaped as the window's hydrate reads them."""
@@ -194,6 +236,11 @@ class Vectors:
 
 # A hit's columns that the vector row already carries.
 SHOWN_META = ("memory_type", "tags", "entities", "source_class")
+
+
+def _ms(moment) -> np.datetime64:
+    """A timezone-aware datetime as numpy's UTC milliseconds (ClickHouse keeps dated_at to the millisecond)."""
+    return np.datetime64(moment.replace(tzinfo=None) - moment.utcoffset(), "ms")
 
 
 def _identity(row: dict) -> tuple:

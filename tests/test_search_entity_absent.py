@@ -88,3 +88,20 @@ def test_search_trace_shows_the_check(backend, agent, call):
     agent.set(*COMPANY_FACTS)
     trace = call("memory.search_trace", {"namespace": "default", "query": "Who won the World Cup?"}, agent.token).json
     assert (trace["names_checked"], trace["names_found"]) == (["World Cup"], [])
+
+
+def test_the_mirror_answers_as_clickhouse_does_and_follows_every_write(backend, agent, settings):
+    """With the embedded engine a loaded mirror answers the check without a statement; it must agree with
+    ClickHouse, and know a name written or deleted a moment ago."""
+    from tests.test_vector_mirror import wait_for_mirror
+
+    agent.set(*COMPANY_FACTS)
+    if backend == "embedded":
+        wait_for_mirror(agent)
+    for query, found in [("What does Jonas Berg lead?", ["Jonas Berg"]), ("Who won the World Cup?", []),
+                         ("Is the Berlin office open?", ["Berlin"]), ("Where is Gina?", [])]:  # fmt: skip
+        assert agent.search(query).json["retrieval_work"]["names_found"] == found, query
+    agent.set({"memory_key": "gina", "value": "Gina joined the Berlin office in May"})
+    assert agent.search("Where is Gina?").json["retrieval_work"]["names_found"] == ["Gina"]
+    assert agent.call("memory.delete", {"memory_key": "gina"}, agent.token).status == 200
+    assert agent.search("Where is Gina?").json["abstain_code"] == "entity_absent"

@@ -66,4 +66,5 @@ def test_a_non_admin_reads_only_its_own_trace_rows_and_pages_back(backend, alice
     page = call("memory.search_trace_log", {"limit": 2}, admin).json
     rest = call("memory.search_trace_log", {"limit": 2, "before": page["next_before"]}, admin).json
     assert len(page["rows"]) == 2 and len(rest["rows"]) == 2
+    assert rest["next_before"] is None  # an exactly full last page leads nowhere
     assert not {r["trace_id"] for r in page["rows"]} & {r["trace_id"] for r in rest["rows"]}

@@ -14,7 +14,8 @@ ROWS = [
          "a note about reflections", "tuesday standup moved to ten"]
     )
 ]  # fmt: skip
-QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze"]
+# The last reads its rows by date: the temporal leg, from the mirror too.
+QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze", "what ran on 2 March 2026"]
 
 
 def wait_for_mirror(agent):

@@ -1,23 +1,37 @@
-"""Temporal: rows dated within a window of the question's resolved date, closest first."""
+"""Temporal: rows dated within a window of the question's resolved date, closest first.
+
+Temporal mode keeps only these rows (the window is an eligibility filter there);
+in every other mode a dated question adds them to the pool. The vector mirror
+answers an unfiltered read; ClickHouse answers the rest.
+"""
 
 from retrieval import clickhouse
 from retrieval.legs import TIE_BREAK, Context, rows_to_hits
+from retrieval.legs.vector import mirrored
 
 
 def run(ctx: Context):
     if ctx.window is None:
         return []
-    middle = ctx.window[0] + (ctx.window[1] - ctx.window[0]) / 2
-    half = max((ctx.window[1] - ctx.window[0]).total_seconds() / 2, 1.0)
+    start, end = ctx.window
+    half = max((end - start).total_seconds() / 2, 1.0)
+    mirrors = mirrored(ctx)
+    if mirrors is not None:
+        found = [hit for mirror in mirrors for hit in mirror.dated_within(start, end, ctx.plan.pool_size)]
+        found.sort(key=lambda hit: (hit[1], hit[0].memory_key, hit[0].namespace, hit[0].agent, hit[0].session_id,
+                                    hit[0].version))  # fmt: skip
+        return [(row_id, {"temporal": max(0.0, 1 - off_by / half)}, None, None)
+                for row_id, off_by, _ in found[: ctx.plan.pool_size]]  # fmt: skip
     rows = clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version,
                abs(dateDiff('millisecond', dated_at, {{middle:DateTime64(3, 'UTC')}})) / 1000 AS off_by
         FROM memory_embeddings
         WHERE {ctx.eligible.where()}
+          AND dated_at BETWEEN {{start:DateTime64(3, 'UTC')}} AND {{end:DateTime64(3, 'UTC')}}
         ORDER BY off_by, {TIE_BREAK}
         LIMIT {{pool:UInt32}}
         """,
-        ctx.params(middle=middle),
+        ctx.params(middle=start + (end - start) / 2, start=start, end=end),
     )
     return rows_to_hits(rows, lambda r: {"temporal": max(0.0, 1 - r["off_by"] / half)})

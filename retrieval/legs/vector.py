@@ -49,14 +49,20 @@ def run(ctx: Context):
     return _hits(rows)
 
 
-def _from_mirror(ctx: Context) -> list[Hit] | None:
-    """The same answer from the in-process mirror, when it holds exactly the rows this search may read."""
+def mirrored(ctx: Context) -> list | None:
+    """The namespaces' mirrors, when they hold exactly the rows this search may read (else None: read ClickHouse)."""
     found = ctx.eligible
     if (not vector_mirror.enabled() or found.narrowed or found.statuses != ["active"] or not found.hide_reflections
             or not found.hide_duplicates):  # fmt: skip
         return None
     mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model) for namespace in ctx.namespaces]
-    if any(mirror is None for mirror in mirrors):
+    return None if any(mirror is None for mirror in mirrors) else mirrors
+
+
+def _from_mirror(ctx: Context) -> list[Hit] | None:
+    """The same answer from the in-process mirror, when it holds exactly the rows this search may read."""
+    mirrors = mirrored(ctx)
+    if mirrors is None:
         return None
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
     best.sort(key=lambda hit: (-max(hit[1], hit[2]), hit[0].memory_key, hit[0].namespace, hit[0].agent,
