@@ -4,9 +4,11 @@ import os
 from tests.scratch import scratch_dir
 
 os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-test-")
+# A developer's shell settings must not change what tests see, nor send a test to a real provider or database.
+HERMETIC_PREFIXES = ("LOOM_", "OPENAI_", "GEMINI_", "GOOGLE_", "ANTHROPIC_", "COHERE_", "DATABASE_URL")
 for name in list(os.environ):
-    if name.startswith(("LOOM_", "OPENAI_", "GEMINI_", "GOOGLE_")) and name != "LOOM_VAR_DIR":
-        del os.environ[name]  # a developer's shell settings must not change what tests see
+    if name.startswith(HERMETIC_PREFIXES) and name != "LOOM_VAR_DIR":
+        del os.environ[name]
 
 from loom_site.settings import *  # noqa: E402,F403
 
