@@ -6,6 +6,7 @@ and at query time with the same function, and stored stemmed.
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 import Stemmer
 
@@ -23,11 +24,15 @@ def stems(words: list[str]) -> list[str]:
     return _stemmer.stemWords(words)
 
 
+# A write computes a value's terms for the postings and again for the vector mirror's word counts (and ranking a
+# key's parts once per candidate): remembered, so each is stemmed once. Callers only read the Counters.
+@lru_cache(maxsize=8192)
 def value_terms(text: str) -> Counter:
     """Stemmed term frequencies of a value."""
     return Counter(stems(tokens(text)))
 
 
+@lru_cache(maxsize=8192)
 def key_terms(key: str) -> Counter:
     """Stemmed parts of a memory key: `user.preferredEditor` -> user, prefer, editor."""
     parts = [part.lower() for part in _KEY_PART.findall(key)]
