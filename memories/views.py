@@ -14,7 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import inputs, outputs
-from memories.errors import ApiError, error_response
+from memories.errors import error_response
+from retrieval.errors import Refusal
 from retrieval import ask, calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
@@ -52,9 +53,9 @@ def read_json(request) -> dict:
     try:
         body = json.loads(raw or b"{}", parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError("MALFORMED_JSON", f"the body is not valid JSON: {exc}") from None
+        raise Refusal("MALFORMED_JSON", f"the body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
-        raise ApiError("BODY_NOT_OBJECT", "the body must be a JSON object")
+        raise Refusal("BODY_NOT_OBJECT", "the body must be a JSON object")
     return body
 
 
@@ -135,7 +136,7 @@ class MemoryGet(OpView):
     def run(self, scope, data):
         rows = reads.get(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
         if not rows:
-            raise ApiError("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
+            raise Refusal("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
         payload = {**rows[0], "row_count": len(rows)}
         if data["history"]:
             payload["history"] = reads.history(scope, data["memory_key"])
@@ -233,7 +234,7 @@ class MemorySearchTrace(OpView):
 
     def run(self, scope, data):
         if "query" not in data:
-            raise ApiError("MISSING_FIELD", "query: this field is required", "query")
+            raise Refusal("MISSING_FIELD", "query: this field is required", "query")
         return self.answer(service.search_trace(scope, SearchRequest.of(data)))
 
 
@@ -275,7 +276,7 @@ class CalibrationRun(OpView):
     def run(self, scope, data):
         embedder = get_embedder()
         if not thresholds.adaptive(embedder.model_name):
-            raise ApiError(
+            raise Refusal(
                 "CALIBRATION_UNAVAILABLE",
                 f"{embedder.model_name} is not calibrated: the scalar gates apply to fake embedders and with "
                 "LOOM_ADAPTIVE_THRESHOLDS=false",

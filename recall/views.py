@@ -18,14 +18,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework.exceptions import ValidationError
 
 from memories import inputs
-from memories.errors import first_error
+from memories.errors import refusal_of
 from retrieval import calibration, clickhouse, costs, namespaces, options, rank, reads, service, thresholds, trace
-from retrieval.errors import Rejected
+from retrieval.errors import Refusal
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.write import MEMORY_TYPES
-from tenancy.access import AccessDenied, Principal, authorize
+from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
 
@@ -38,16 +38,6 @@ CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalizatio
 LAB_OP = "recall.lab"  # how the trace log and the cost rows name a Lab search
 TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before")
 PAGE = 25  # rows per page of the trace log and the memories list
-
-
-class Invalid(Exception):
-    """A form field the page cannot use, named as the REST envelope names it."""
-
-    code = "INVALID_VALUE"
-
-    def __init__(self, message: str, field: str):
-        super().__init__(message)
-        self.message, self.field = message, field
 
 
 def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | None]:
@@ -63,12 +53,8 @@ def errors_shown(context: dict):
     """A refusal or an outage becomes the page's error banner (with the field at fault), never a Django error page."""
     try:
         yield
-    except (Invalid, AccessDenied) as exc:
-        context["error"] = {"code": exc.code, "message": exc.message, "field": exc.field}
-    except reads.BadCursor as exc:
-        context["error"] = {"code": "INVALID_CURSOR", "message": str(exc), "field": "cursor"}
-    except clickhouse.ClickHouseUnavailable as exc:
-        context["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": str(exc), "field": None}
+    except (Refusal, reads.BadCursor, clickhouse.ClickHouseUnavailable) as exc:
+        context["error"] = refusal_of(exc).to_envelope()["error"]
 
 
 def _namespace_names(principal: Principal, context: dict) -> list[str]:
@@ -265,14 +251,14 @@ def trace_detail(request: HttpRequest, principal: Principal, context: dict, trac
 
 
 def _trace_filters(form: dict) -> dict:
-    """The log's filters from the form; a bad one raises Invalid."""
+    """The log's filters from the form; a bad one is refused (INVALID_VALUE, naming it)."""
     found = {"op": form["op"] or None, "risk": form["risk"] or None,
              "abstain": {"yes": True, "no": False}.get(form["abstain"])}  # fmt: skip
     for name in ("since", "until"):
         try:
             moment = datetime.fromisoformat(form[name]) if form[name] else None
         except ValueError:
-            raise Invalid(f"{name} must be a date and time, like 2026-11-29T14:00", name) from None
+            raise Refusal("INVALID_VALUE", f"{name} must be a date and time, like 2026-11-29T14:00", name) from None
         found[name] = moment.replace(tzinfo=moment.tzinfo or UTC) if moment else None
     return found
 
@@ -301,7 +287,7 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
     with errors_shown(context):
         scope = _namespace_scope(principal, form, context)
         if form["order"] not in ("", "recent", "score"):
-            raise Invalid("order is recent or score", "order")
+            raise Refusal("INVALID_VALUE", "order is recent or score", "order")
         page = reads.list_keys(scope, order=form["order"] or "recent", limit=PAGE, cursor=form["cursor"] or None,
                                memory_type=form["memory_type"] or None, key_prefix=form["key_prefix"] or None)  # fmt: skip
         context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
@@ -337,15 +323,8 @@ def _search(principal: Principal, form: dict) -> dict:
         scope = authorize(principal, None, data.pop("namespace"), Role.VIEWER)
         with costs.accounted(scope.org, scope.namespace, LAB_OP, scope.subject):  # costed like the REST op
             result = service.search(scope, SearchRequest.of(data), op=LAB_OP)
-    except ValidationError as exc:
-        field, detail = first_error(exc.detail)
-        return {"error": {"code": str(getattr(detail, "code", "invalid")).upper(), "message": str(detail), "field": field}}
-    except (AccessDenied, Rejected) as exc:
-        return {"error": {"code": exc.code, "message": exc.message, "field": exc.field}}
-    except customer.ModelCallRefused as exc:
-        return {"error": {"code": exc.code, "message": str(exc), "field": None}}
-    except remote.EmbedTimeout as exc:
-        return {"error": {"code": "EMBED_TIMEOUT", "message": str(exc), "field": None}}
+    except (ValidationError, Refusal, customer.ModelCallRefused, remote.EmbedTimeout) as exc:
+        return refusal_of(exc).to_envelope()  # what REST would answer, code for code
     reranked = any("rerank_from" in hit["score_components"] for hit in result.hits)
     return {"result": result, "chart": json.dumps(_chart(result.hits, reranked)), "reranked": reranked,
             "keywords": reads.keyword_matches(scope, data["query"])}  # fmt: skip

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from retrieval import query, reads, service, text, usage
-from retrieval.errors import Rejected
+from retrieval.errors import Refusal
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer, remote
 from retrieval.providers.llm import for_model
@@ -81,7 +81,7 @@ class AskRequest:
 
 def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     if request.allow_synthesis and settings.LOOM_READS_LLM_FREE:
-        raise Rejected("READS_LLM_FREE", "LOOM_READS_LLM_FREE=true: reads make no LLM call; ask with "
+        raise Refusal("READS_LLM_FREE", "LOOM_READS_LLM_FREE=true: reads make no LLM call; ask with "
                        "allow_synthesis=false for the evidence alone", "allow_synthesis", 409)  # fmt: skip
     wanted = request.search
     wanted = replace(wanted, context=_context(request.recent_messages), top_k=wanted.top_k or TOP_K,

@@ -17,7 +17,7 @@ from django.conf import settings
 from retrieval import abstain, clickhouse, eligibility, fusion, names, namespaces, paging, rank, trace, usage, window
 from retrieval import query as query_text
 from retrieval import rerank, spelling, thresholds, vector_mirror
-from retrieval.errors import Rejected
+from retrieval.errors import Refusal
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
 from retrieval.legs import run as run_legs
@@ -446,9 +446,9 @@ def _read_scope(scope: Scope, request: SearchRequest) -> tuple[str | None, str |
     effective = max(claim, asked, key=READ_SCOPE_ORDER.__getitem__)
     user_id, session_id = request.user_id, request.session_id
     if effective in ("own_user", "own_session") and (not user_id or user_id == "-"):
-        raise Rejected("MISSING_FIELD", f"read_scope {effective} needs the request's user_id", "user_id", 422)
+        raise Refusal("MISSING_FIELD", f"read_scope {effective} needs the request's user_id", "user_id", 422)
     if effective == "own_session" and (not session_id or session_id == "-"):
-        raise Rejected("MISSING_FIELD", "read_scope own_session needs the request's session_id", "session_id", 422)
+        raise Refusal("MISSING_FIELD", "read_scope own_session needs the request's session_id", "session_id", 422)
     return user_id, session_id
 
 

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from retrieval import chunking, clickhouse, names, sensitivity, sentences, text, thresholds, vector_mirror
 from retrieval.eligibility import Eligibility
-from retrieval.errors import Rejected
+from retrieval.errors import Refusal
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from tenancy.access import Scope
@@ -118,7 +118,7 @@ class _IdentityLocks:
 
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
-    """Store a batch, all or nothing. Raises Rejected before storing anything."""
+    """Store a batch, all or nothing. Raises Refusal before storing anything."""
     users = {item.user_id for item in items}  # a batch for one user names it to the gateway
     with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(
         scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
@@ -132,7 +132,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
             changes = previous is None or not _unchanged(previous, item, level)
             if previous and previous["pinned"] and changes and not overwrite_pinned:
                 where = f"items[{index}].memory_key" if len(items) > 1 else "memory_key"
-                raise Rejected(
+                raise Refusal(
                     "MEMORY_PINNED",
                     f"memory_key {item.memory_key!r} is pinned and was not overwritten; "
                     "send overwrite_pinned=true to replace it, or delete it first",

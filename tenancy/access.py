@@ -7,16 +7,9 @@ code takes a `Scope` and reads `scope.org` from it, never from the request.
 
 from dataclasses import dataclass
 
+from retrieval.errors import Refusal
 from tenancy.models import NAME_PATTERN, NAME_RULE, ApiToken
 from tenancy.roles import Role
-
-
-class AccessDenied(Exception):
-    """Refused for a reason the caller can act on; `code` is the envelope's error code."""
-
-    def __init__(self, code: str, message: str, field: str | None = None):
-        super().__init__(message)
-        self.code, self.message, self.field = code, message, field
 
 
 @dataclass(frozen=True)
@@ -68,15 +61,15 @@ class Scope:
 
 def authorize(principal: Principal, org: str | None, namespace: str, needs: Role) -> Scope:
     if org is not None and org != principal.org:
-        raise AccessDenied("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
+        raise Refusal("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
     if not NAME_PATTERN.match(namespace):
-        raise AccessDenied("INVALID_NAMESPACE", f"namespace must be {NAME_RULE}", "namespace")
+        raise Refusal("INVALID_NAMESPACE", f"namespace must be {NAME_RULE}", "namespace")
     if not principal.may_read(namespace):
-        raise AccessDenied(
+        raise Refusal(
             "NAMESPACE_FORBIDDEN", f"this token is not scoped to namespace {namespace!r}", "namespace"
         )
     if principal.role < needs:
-        raise AccessDenied(
+        raise Refusal(
             "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
         )
     return Scope(
@@ -88,11 +81,11 @@ def authorize(principal: Principal, org: str | None, namespace: str, needs: Role
 def authorize_org(principal: Principal, org: str | None, needs: Role) -> Scope:
     """An op on the org itself: the token's own org, a token not narrowed to some namespaces, the role."""
     if org is not None and org != principal.org:
-        raise AccessDenied("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
+        raise Refusal("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
     if principal.namespaces is not None:
-        raise AccessDenied("NAMESPACE_FORBIDDEN", "an org operation needs a token not limited to some namespaces")
+        raise Refusal("NAMESPACE_FORBIDDEN", "an org operation needs a token not limited to some namespaces")
     if principal.role < needs:
-        raise AccessDenied(
+        raise Refusal(
             "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
         )
     return Scope(org=principal.org, namespace="", role=principal.role, subject=principal.subject)

@@ -305,3 +305,11 @@ def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(backend, ope
     rows = clickhouse.query_rows("SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}",
                                  {"org": alice.name})  # fmt: skip
     assert ("recall.lab", 1) in rows
+
+
+def test_a_bad_field_gets_the_code_rest_gives_it(backend, alice, filled, call):
+    """One refusal type and one envelope: the Lab names the code and field the REST op names for the same input."""
+    rest = call("memory.search", {"query": "soup", "top_k": 0, "search_mode": "nope"}, alice.token("viewer")).json
+    page = operator_of(alice).get("/recall", {"query": "soup", "top_k": "0", "search_mode": "nope"}).content.decode()
+    code, field = rest["error"]["code"], rest["error"]["field"]
+    assert code == "INVALID_VALUE" and f"<strong>{code}</strong> in <code>{field}</code>" in page

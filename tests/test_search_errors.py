@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.errors import STATUS
+from retrieval.errors import STATUS
 
 CASES = [
     ({}, "MISSING_FIELD", "query"),
