@@ -35,6 +35,8 @@ run: $(VENV)/.runtime
 		--workers 1 --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
 
 test: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev

@@ -25,8 +25,9 @@ import django  # noqa: E402
 
 django.setup()
 
-from retrieval.providers.embedders import FakeEmbedder, LocalEmbedder  # noqa: E402
 from locomo import corpus  # noqa: E402
+
+from retrieval.providers.embedders import FakeEmbedder, LocalEmbedder  # noqa: E402
 
 
 def measure(embedder, texts: list[str], queries: list[str]) -> tuple[float, float, float]:

@@ -46,7 +46,12 @@ def texts() -> list[str]:
 def items(count: int, run: int) -> list[dict]:
     corpus = texts()
     return [
-        {"memory_key": f"bench.{run}.{i}", "value": corpus[i % len(corpus)], "tags": ["bench"], "session_id": f"s{i % 40}"}
+        {
+            "memory_key": f"bench.{run}.{i}",
+            "value": corpus[i % len(corpus)],
+            "tags": ["bench"],
+            "session_id": f"s{i % 40}",
+        }
         for i in range(count)
     ]
 
@@ -66,12 +71,26 @@ def bare_insert(batches: list[list[dict]], namespace: str) -> float:
         version = write.next_version()
         now = datetime.datetime.now(datetime.UTC)
         rows = [
-            {"org": "bench", "namespace": namespace, "memory_key": item["memory_key"], "agent": "default",
-             "session_id": item["session_id"], "version": version, "revision": version, "status": "active",
-             "value": item["value"], "memory_type": "fact", "tags": item["tags"], "confidence": 1.0,
-             "source_class": "asserted", "sensitivity": "low", "created_at": now, "updated_at": now}
+            {
+                "org": "bench",
+                "namespace": namespace,
+                "memory_key": item["memory_key"],
+                "agent": "default",
+                "session_id": item["session_id"],
+                "version": version,
+                "revision": version,
+                "status": "active",
+                "value": item["value"],
+                "memory_type": "fact",
+                "tags": item["tags"],
+                "confidence": 1.0,
+                "source_class": "asserted",
+                "sensitivity": "low",
+                "created_at": now,
+                "updated_at": now,
+            }
             for item in batch
-        ]  # fmt: skip
+        ]
         clickhouse.insert("memories", rows)
     return time.perf_counter() - start
 
@@ -85,17 +104,32 @@ class HttpServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
         env["LOOM_VAR_DIR"] = scratch_dir("loom-bench-http-")
         python = sys.executable
-        manage = lambda *a: subprocess.run([python, "manage.py", *a], cwd=ROOT, env=env, check=True,  # noqa: E731
-                                           capture_output=True, text=True).stdout  # fmt: skip
+
+        def manage(*args: str) -> str:
+            return subprocess.run(
+                [python, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            ).stdout
+
         manage("migrate", "--noinput")
         manage("loom_org", "create", "bench")
         self.token = manage("loom_token", "create", "--org", "bench", "--role", "writer").strip().splitlines()[-1]
         self.port = free_port()
         self.process = subprocess.Popen(
-            [str(Path(python).parent / "gunicorn"), "loom_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", "1", "--threads", "8"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(Path(python).parent / "gunicorn"),
+                "loom_site.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "1",
+                "--threads",
+                "8",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -107,9 +141,11 @@ class HttpServer:
 
     def post(self, op: str, body: dict):
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/v1/{op}", data=json.dumps(body).encode(), method="POST",
+            f"http://127.0.0.1:{self.port}/v1/{op}",
+            data=json.dumps(body).encode(),
+            method="POST",
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )  # fmt: skip
+        )
         with urllib.request.urlopen(request, timeout=120) as answer:
             assert answer.status in (200, 201), answer.status
 
@@ -143,8 +179,10 @@ def main():
     finally:
         server.stop()
     baseline = statistics.median(timings["bare insert (baseline)"])
-    print(f"memory.set, {args.memories} memories in batches of {args.batch}, fake embedder, "
-          f"embedded ClickHouse, median of {args.runs} runs")  # fmt: skip
+    print(
+        f"memory.set, {args.memories} memories in batches of {args.batch}, fake embedder, "
+        f"embedded ClickHouse, median of {args.runs} runs"
+    )
     print(f"{'path':<24}{'median s':>10}{'memories/s':>13}{'x baseline':>12}")
     for name, values in timings.items():
         median = statistics.median(values)

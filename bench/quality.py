@@ -71,10 +71,14 @@ def load(memories: list[dict]) -> None:
     for m in memories:
         by_conv[m["conv"]].append(
             write.MemoryInput(
-                memory_key=m["key"], value=m["text"], memory_type="turn", entities=[m["speaker"]],
-                session_id=str(m["session"]), valid_at=datetime.fromisoformat(m["date"] + "+00:00"),
+                memory_key=m["key"],
+                value=m["text"],
+                memory_type="turn",
+                entities=[m["speaker"]],
+                session_id=str(m["session"]),
+                valid_at=datetime.fromisoformat(m["date"] + "+00:00"),
             )
-        )  # fmt: skip
+        )
     for conv, items in by_conv.items():
         for start in range(0, len(items), 500):
             write.set_memories(scope_for(conv), items[start : start + 500])
@@ -130,10 +134,13 @@ class Answers:
         return mean([abstain for q, (_, abstain, _) in zip(self.queries, self.served) if q["category"] in categories])
 
     def hit(self, k: int) -> float:
-        return mean([
-            bool(set(q["gold_keys"]) & set(keys[:k])) for q, (keys, _, _) in zip(self.queries, self.served)
-            if q["category"] in CATEGORIES and q["gold_keys"]
-        ])  # fmt: skip
+        return mean(
+            [
+                bool(set(q["gold_keys"]) & set(keys[:k]))
+                for q, (keys, _, _) in zip(self.queries, self.served)
+                if q["category"] in CATEGORIES and q["gold_keys"]
+            ]
+        )
 
     def codes(self) -> Counter:
         return Counter(code for _, abstain, code in self.served if abstain)
@@ -178,27 +185,37 @@ def main():
 
         return run
 
-    reference = Answers("BM25 reference (Python)", queries, lambda q: (bm25[q["conv"]].search(q["question"], 20), False, None))
+    reference = Answers(
+        "BM25 reference (Python)", queries, lambda q: (bm25[q["conv"]].search(q["question"], 20), False, None)
+    )
     table = [reference, Answers("default", queries, searcher())]
     table += [Answers(mode, queries, searcher(search_mode=mode)) for mode in args.modes]
-    by_alpha = {alpha: Answers(f"hybrid a={alpha}", queries, searcher(search_mode="hybrid", alpha=alpha))
-                for alpha in args.alphas}  # fmt: skip
+    by_alpha = {
+        alpha: Answers(f"hybrid a={alpha}", queries, searcher(search_mode="hybrid", alpha=alpha))
+        for alpha in args.alphas
+    }
 
     gates = thresholds.resolve("bench", convs[0], embedder.model_name)
-    print(f"{data.name}: {len(memories)} turns, {len(queries)} questions, {len(convs)} conversations; embedder "
-          f"{embedder.model_name}; top_k 20, fast budget; default mode {settings.LOOM_MEMORY_SEARCH_DEFAULT_MODE} "
-          f"(alpha {settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA}); gates {gates.tier} (floor {gates.min_similarity:.3f}, "
-          f"abstain {gates.abstain:.3f})\n")  # fmt: skip
-    print(f"{'mode':<24}" + "".join(f"{'R@' + str(k):>7}" for k in KS) + f"{'R@10 95% CI':>16}{'hit@10':>8}"
-          f"{'abst c0':>9}{'abst c5':>9}{'false ab':>9}  abstain codes")  # fmt: skip
+    print(
+        f"{data.name}: {len(memories)} turns, {len(queries)} questions, {len(convs)} conversations; embedder "
+        f"{embedder.model_name}; top_k 20, fast budget; default mode {settings.LOOM_MEMORY_SEARCH_DEFAULT_MODE} "
+        f"(alpha {settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA}); gates {gates.tier} (floor {gates.min_similarity:.3f}, "
+        f"abstain {gates.abstain:.3f})\n"
+    )
+    print(
+        f"{'mode':<24}" + "".join(f"{'R@' + str(k):>7}" for k in KS) + f"{'R@10 95% CI':>16}{'hit@10':>8}"
+        f"{'abst c0':>9}{'abst c5':>9}{'false ab':>9}  abstain codes"
+    )
     for answers in table + list(by_alpha.values()):
         recall10 = answers.recall(10)
         low, high = interval(recall10, args.resamples)
         row = "".join(f"{mean(answers.recall(k)):>7.3f}" for k in KS)
         codes = ", ".join(f"{code} {count}" for code, count in answers.codes().most_common())
-        print(f"{answers.name:<24}{row}{f'{low:.3f}-{high:.3f}':>16}{answers.hit(10):>8.3f}"
-              f"{answers.abstain_rate({0}):>9.3f}{answers.abstain_rate({5}):>9.3f}"
-              f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}  {codes}")  # fmt: skip
+        print(
+            f"{answers.name:<24}{row}{f'{low:.3f}-{high:.3f}':>16}{answers.hit(10):>8.3f}"
+            f"{answers.abstain_rate({0}):>9.3f}{answers.abstain_rate({5}):>9.3f}"
+            f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}  {codes}"
+        )
 
     print("\nrecall@10 per category")
     print(f"{'mode':<24}" + "".join(f"{label:>13}" for label in CATEGORIES.values()))
@@ -206,9 +223,13 @@ def main():
         per = answers.by_category(10)
         print(f"{answers.name:<24}" + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES))
 
-    print("\nleave-one-conversation-out: hybrid's alpha chosen on the other conversations, recall@10 of the held-out one")
-    print(f"{'held out':<10}{'alpha':>7}{'R@10':>8}{'95% CI':>15}{'BM25':>8}{'x BM25':>8}{'default':>9}"
-          f"{'abst c0':>9}{'false ab':>9}")  # fmt: skip
+    print(
+        "\nleave-one-conversation-out: hybrid's alpha chosen on the other conversations, recall@10 of the held-out one"
+    )
+    print(
+        f"{'held out':<10}{'alpha':>7}{'R@10':>8}{'95% CI':>15}{'BM25':>8}{'x BM25':>8}{'default':>9}"
+        f"{'abst c0':>9}{'false ab':>9}"
+    )
     default = table[1]
     for held in convs:
         rest = [conv for conv in convs if conv != held]
@@ -217,12 +238,21 @@ def main():
         low, high = interval(chosen, args.resamples)
         base = mean(reference.recall(10, {held}))
         held_queries = [q for q in queries if q["conv"] == held]
-        cat0 = mean([abstain for q, (_, abstain, _) in zip(queries, default.served) if q["conv"] == held and q["category"] == 0])
-        false = mean([abstain for q, (_, abstain, _) in zip(queries, default.served)
-                      if q["conv"] == held and q["category"] in CATEGORIES])  # fmt: skip
-        print(f"{held:<10}{alpha:>7.2f}{mean(chosen):>8.3f}{f'{low:.3f}-{high:.3f}':>15}{base:>8.3f}"
-              f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
-              f"   ({len(held_queries)} questions)")  # fmt: skip
+        cat0 = mean(
+            [abstain for q, (_, abstain, _) in zip(queries, default.served) if q["conv"] == held and q["category"] == 0]
+        )
+        false = mean(
+            [
+                abstain
+                for q, (_, abstain, _) in zip(queries, default.served)
+                if q["conv"] == held and q["category"] in CATEGORIES
+            ]
+        )
+        print(
+            f"{held:<10}{alpha:>7.2f}{mean(chosen):>8.3f}{f'{low:.3f}-{high:.3f}':>15}{base:>8.3f}"
+            f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
+            f"   ({len(held_queries)} questions)"
+        )
 
 
 if __name__ == "__main__":

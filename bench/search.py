@@ -34,13 +34,13 @@ import django  # noqa: E402
 django.setup()
 
 import numpy as np  # noqa: E402
+from locomo import corpus  # noqa: E402
 
 from retrieval import clickhouse, schema, service, vector_mirror, write  # noqa: E402
 from retrieval.plan import SearchRequest  # noqa: E402
 from retrieval.providers.embedders import get_embedder  # noqa: E402
 from tenancy.access import Scope  # noqa: E402
 from tenancy.roles import Role  # noqa: E402
-from locomo import corpus  # noqa: E402
 
 
 def load(scope: Scope, size: int, turns: list[str]) -> None:
@@ -74,8 +74,13 @@ def numpy_baseline(scope: Scope, questions: list[str], top_k: int) -> list[float
     return timings
 
 
-def searches(scope: Scope, questions: list[str], budget: str, top_k: int, rerank: str | None = None,
-             ) -> tuple[list[float], dict]:  # fmt: skip
+def searches(
+    scope: Scope,
+    questions: list[str],
+    budget: str,
+    top_k: int,
+    rerank: str | None = None,
+) -> tuple[list[float], dict]:
     timings, stages = [], {}
     for question in questions:
         start = time.perf_counter()
@@ -105,26 +110,36 @@ def main():
         settings.COHERE_API_KEY, settings.LOOM_COHERE_BASE_URL = "bench", reranker.url.removesuffix("/v1")
     turns, questions = corpus()
     questions = questions[: args.queries]
-    print(f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
-          f"(384-d), embedded ClickHouse; ms per search")  # fmt: skip
-    print(f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'numpy p50':>10} {'numpy p95':>10} {'p50 ratio':>10}")
+    print(
+        f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
+        f"(384-d), embedded ClickHouse; ms per search"
+    )
+    print(
+        f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'numpy p50':>10} {'numpy p95':>10} {'p50 ratio':>10}"
+    )
     stage_report = []
     for size in args.sizes:
         scope = Scope(org="bench", namespace=f"size-{size}", role=Role.ADMIN, subject="bench")
         load(scope, size, turns)
         searches(scope, questions, args.budget, args.top_k)  # every query's embedding cached, as the target says
-        while vector_mirror.enabled() and not vector_mirror.loaded(scope.org, scope.namespace, get_embedder().model_name):
+        while vector_mirror.enabled() and not vector_mirror.loaded(
+            scope.org, scope.namespace, get_embedder().model_name
+        ):
             time.sleep(0.05)  # the first search started the mirror's load; measure once it is in
         found, stages = searches(scope, questions, args.budget, args.top_k)
         base = numpy_baseline(scope, questions, args.top_k)
         p50, base50 = percentile(found, 50), percentile(base, 50)
-        print(f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {base50:>10.2f} "
-              f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}")  # fmt: skip
+        print(
+            f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {base50:>10.2f} "
+            f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}"
+        )
         stage_report.append((size, stages))
         if args.rerank:
             reranked, rerank_stages = searches(scope, questions, args.budget, args.top_k, "builtin:cohere")
-            print(f"{'':>9} reranked: p50 {percentile(reranked, 50):.1f} p95 {percentile(reranked, 95):.1f} "
-                  f"({percentile(reranked, 50) / p50:.1f}x the search; rerank step {rerank_stages.get('rerank', 0):.1f})")
+            print(
+                f"{'':>9} reranked: p50 {percentile(reranked, 50):.1f} p95 {percentile(reranked, 95):.1f} "
+                f"({percentile(reranked, 50) / p50:.1f}x the search; rerank step {rerank_stages.get('rerank', 0):.1f})"
+            )
     for size, stages in stage_report:
         print(f"stages at {size} (median ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
 

@@ -200,11 +200,20 @@ LOOM_INFERENCE_SYSTEM_CUSTOMER = env.string("LOOM_INFERENCE_SYSTEM_CUSTOMER", "l
 LOOM_INFERENCE_IDENTITY_HEADERS_JSON = env.string("LOOM_INFERENCE_IDENTITY_HEADERS_JSON")
 LOOM_INFERENCE_GATEWAY_HOSTS = env.strings("LOOM_INFERENCE_GATEWAY_HOSTS")
 # A gateway's answers that refuse one identity (or ask it to wait): matched exactly on status and code/type/message.
-LOOM_INFERENCE_IDENTITY_REFUSALS_JSON = env.string("LOOM_INFERENCE_IDENTITY_REFUSALS_JSON", json.dumps({
-    "refused": [{"status": 402, "code": "budget_exceeded"}, {"status": 403, "code": "agent_denied"},
-                {"status": 400, "code": "identity_incomplete"}, {"status": 400, "code": "identity_malformed"}],
-    "wait": [{"status": 429, "code": "agent_request_limit"}],
-}))  # fmt: skip
+LOOM_INFERENCE_IDENTITY_REFUSALS_JSON = env.string(
+    "LOOM_INFERENCE_IDENTITY_REFUSALS_JSON",
+    json.dumps(
+        {
+            "refused": [
+                {"status": 402, "code": "budget_exceeded"},
+                {"status": 403, "code": "agent_denied"},
+                {"status": 400, "code": "identity_incomplete"},
+                {"status": 400, "code": "identity_malformed"},
+            ],
+            "wait": [{"status": 429, "code": "agent_request_limit"}],
+        }
+    ),
+)
 env.check_refusals(LOOM_INFERENCE_IDENTITY_REFUSALS_JSON)
 env.check_identity_headers(LOOM_INFERENCE_IDENTITY_HEADERS_JSON, LOOM_INFERENCE_GATEWAY_HOSTS)
 # LLM-free reads: no search makes an LLM call (no HyDE), whatever its recipe or budget.

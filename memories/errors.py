@@ -12,9 +12,9 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from retrieval.clickhouse import ClickHouseUnavailable
+from retrieval.errors import Refusal
 from retrieval.providers import customer, remote
 from retrieval.reads import BadCursor
-from retrieval.errors import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,7 @@ _VALIDATION = {
 }
 
 
-def error_response(code: str, message: str, field: str | None = None, status: int | None = None,
-                   **more) -> Response:  # fmt: skip
+def error_response(code: str, message: str, field: str | None = None, status: int | None = None, **more) -> Response:
     refusal = Refusal(code, message, field, status, **more)
     return Response(refusal.to_envelope(), status=refusal.status)
 
@@ -73,8 +72,10 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal("INVALID_CURSOR", str(exc), "cursor")
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         missing = isinstance(exc, exceptions.NotAuthenticated)
-        return Refusal("UNAUTHENTICATED" if missing else "INVALID_TOKEN",
-                       "send Authorization: Bearer <token>" if missing else str(exc.detail))  # fmt: skip
+        return Refusal(
+            "UNAUTHENTICATED" if missing else "INVALID_TOKEN",
+            "send Authorization: Bearer <token>" if missing else str(exc.detail),
+        )
     if isinstance(exc, exceptions.MethodNotAllowed):
         return Refusal("METHOD_NOT_ALLOWED", str(exc.detail))
     if isinstance(exc, RequestDataTooBig):

@@ -184,8 +184,9 @@ class Triples(serializers.Field):
             if not isinstance(triple, dict):
                 raise ValidationError({index: ["must be an object"]}, code="invalid_type")
             for name in sorted(set(triple) - set(self.PARTS)):
-                raise ValidationError({index: {name: ["unknown field (allowed: subject, relation, object)"]}},
-                                      code="unknown_field")  # fmt: skip
+                raise ValidationError(
+                    {index: {name: ["unknown field (allowed: subject, relation, object)"]}}, code="unknown_field"
+                )
             values = []
             for name in self.PARTS:
                 if name not in triple:
@@ -225,7 +226,9 @@ class Timestamp(serializers.Field):
         try:
             parsed = datetime.fromisoformat(data.replace("Z", "+00:00"))
         except ValueError:
-            raise ValidationError("must be an ISO 8601 date-time, e.g. 2026-05-01T09:30:00Z", code="invalid_value") from None
+            raise ValidationError(
+                "must be an ISO 8601 date-time, e.g. 2026-05-01T09:30:00Z", code="invalid_value"
+            ) from None
         return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
     def to_representation(self, value):

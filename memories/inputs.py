@@ -6,15 +6,15 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from memories.fields import (
     Boolean,
-    Day,
     Choice,
+    Day,
     Integer,
     MemoryKey,
     Number,
     String,
     StringList,
-    Timestamp,
     TextPairs,
+    Timestamp,
     Triples,
 )
 from retrieval import options, rerank, sensitivity
@@ -29,13 +29,13 @@ class Strict(serializers.Serializer):
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
-            raise ValidationError(
-                {"non_field_errors": [ErrorDetail("must be a JSON object", code="invalid_type")]}
-            )
+            raise ValidationError({"non_field_errors": [ErrorDetail("must be a JSON object", code="invalid_type")]})
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             allowed = ", ".join(sorted(self.fields))
-            raise ValidationError({unknown[0]: [ErrorDetail(f"unknown field (allowed: {allowed})", code="unknown_field")]})
+            raise ValidationError(
+                {unknown[0]: [ErrorDetail(f"unknown field (allowed: {allowed})", code="unknown_field")]}
+            )
         return super().to_internal_value(data)
 
 
@@ -51,7 +51,9 @@ class Value(String):
         data = super().to_internal_value(data)
         limit = settings.LOOM_MEMORY_VALUE_MAX_BYTES
         if len(data.encode()) > limit:
-            raise ValidationError(f"must be at most {limit} bytes (LOOM_MEMORY_VALUE_MAX_BYTES)", code="value_too_large")
+            raise ValidationError(
+                f"must be at most {limit} bytes (LOOM_MEMORY_VALUE_MAX_BYTES)", code="value_too_large"
+            )
         return data
 
 
@@ -90,7 +92,13 @@ class MemorySetBatch(WriterFields, OpInput):
         if isinstance(items, list):
             if len(items) > MAX_BATCH:
                 raise ValidationError(
-                    {"items": [ErrorDetail(f"at most {MAX_BATCH} memories per call (got {len(items)})", code="too_many_items")]}
+                    {
+                        "items": [
+                            ErrorDetail(
+                                f"at most {MAX_BATCH} memories per call (got {len(items)})", code="too_many_items"
+                            )
+                        ]
+                    }
                 )
             if not items:
                 raise ValidationError({"items": [ErrorDetail("must hold at least one memory", code="empty")]})
@@ -100,10 +108,19 @@ class MemorySetBatch(WriterFields, OpInput):
             identity = (item["memory_key"], item["session_id"])
             if identity in seen:
                 raise ValidationError(
-                    {"items": {index: {"memory_key": [ErrorDetail(
-                        f"repeats items[{seen[identity]}] (same memory_key and session_id)", code="duplicate_item"
-                    )]}}}
-                )  # fmt: skip
+                    {
+                        "items": {
+                            index: {
+                                "memory_key": [
+                                    ErrorDetail(
+                                        f"repeats items[{seen[identity]}] (same memory_key and session_id)",
+                                        code="duplicate_item",
+                                    )
+                                ]
+                            }
+                        }
+                    }
+                )
             seen[identity] = index
         return validated
 
@@ -209,8 +226,11 @@ class MemorySearch(OpInput):
     min_similarity = Number(min_value=0, max_value=1, required=False)
     floor_mode = Choice(options.FLOOR_MODES, required=False)
     explain = Boolean(default=False)
-    render = Choice(("reader",), required=False, help_text='"reader": also return the hits as one text block '
-                    "(reader_block), the way a model reads evidence.")  # fmt: skip
+    render = Choice(
+        ("reader",),
+        required=False,
+        help_text='"reader": also return the hits as one text block (reader_block), the way a model reads evidence.',
+    )
     paging = Boolean(default=False)
     page = String(max_chars=128, required=False)
     personalization = Choice(("default", "none"), default="default")
@@ -218,7 +238,11 @@ class MemorySearch(OpInput):
     recency_pool_weight = Number(min_value=0, max_value=1, required=False)
     reinforcement_weight = Number(min_value=0, max_value=1, required=False)
     chunk_max_share = Number(min_value=0, max_value=1, required=False)
-    rerank = String(max_chars=256, required=False, help_text="none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint name.")
+    rerank = String(
+        max_chars=256,
+        required=False,
+        help_text="none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint name.",
+    )
 
     def validate_rerank(self, value):
         if why := rerank.problem(value):
@@ -246,14 +270,25 @@ class MemoryAsk(MemorySearch):
     render = None
     allow_synthesis = Boolean(default=True, help_text="false: the evidence only, no LLM call (source retrieval_only).")
     max_answer_chars = Integer(min_value=50, max_value=20_000, default=2000)
-    recent_messages = RecentMessage(many=True, required=False, max_length=40,
-                                    help_text="Up to 40 earlier turns, so a follow-up resolves its referents; never stored.")  # fmt: skip
-    llm_cache = Boolean(required=False, help_text="Serve and keep the answer in the response cache (default: "
-                        "LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT, or the namespace in LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES).")  # fmt: skip
-    presupposition_rule = Boolean(default=True, help_text="A question whose premise no memory records is answered "
-                                  "with that fact first.")  # fmt: skip
-    knowledge = Boolean(default=True, help_text="Search knowledge documents too. This build has none: accepted, "
-                        "so a caller that opts out is not refused.")  # fmt: skip
+    recent_messages = RecentMessage(
+        many=True,
+        required=False,
+        max_length=40,
+        help_text="Up to 40 earlier turns, so a follow-up resolves its referents; never stored.",
+    )
+    llm_cache = Boolean(
+        required=False,
+        help_text="Serve and keep the answer in the response cache (default: "
+        "LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT, or the namespace in LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES).",
+    )
+    presupposition_rule = Boolean(
+        default=True, help_text="A question whose premise no memory records is answered with that fact first."
+    )
+    knowledge = Boolean(
+        default=True,
+        help_text="Search knowledge documents too. This build has none: accepted, "
+        "so a caller that opts out is not refused.",
+    )
 
     def validate(self, data):
         return data
@@ -316,7 +351,9 @@ class CalibrationRun(OpInput):
     )
     distractors = TextPairs(min_items=3, max_items=500, help_text="Pairs on unrelated subjects: floor and abstain.")
     paraphrases = TextPairs(
-        min_items=5, max_items=500, required=False,
+        min_items=5,
+        max_items=500,
+        required=False,
         help_text="Two wordings of one fact: the write gates (conflict, duplicate). Without them the write gates "
         "stay with the cluster calibration.",
-    )  # fmt: skip
+    )

@@ -76,8 +76,8 @@ class WriteResultOut(serializers.Serializer):
     embedding_model = serializers.CharField()
     chunks = serializers.IntegerField()
     duplicate_of = serializers.CharField(
-        allow_null=True, help_text="The live row this value duplicates: stored, hidden from search unless "
-        "include_duplicates."
+        allow_null=True,
+        help_text="The live row this value duplicates: stored, hidden from search unless include_duplicates.",
     )
     conflict_verdict = serializers.DictField(
         allow_null=True, help_text="The live row this value conflicts with (memory_key, similarity, threshold, tier)."
@@ -253,8 +253,9 @@ class SearchOut(serializers.Serializer):
 
 
 class AskOut(serializers.Serializer):
-    answer = serializers.CharField(allow_null=True, help_text="The synthesised answer, citing [memory_key]; null "
-                                   "unless source is synthesized.")  # fmt: skip
+    answer = serializers.CharField(
+        allow_null=True, help_text="The synthesised answer, citing [memory_key]; null unless source is synthesized."
+    )
     source = serializers.CharField(help_text="synthesized, retrieval_only or abstained")
     memory_keys = serializers.ListField(child=serializers.CharField(), help_text="The keys the answer cites, in order.")
     cited_sessions = serializers.ListField(child=serializers.CharField())
@@ -264,16 +265,22 @@ class AskOut(serializers.Serializer):
     abstain_reason = serializers.CharField(allow_null=True)
     retrieval_confidence = serializers.FloatField()
     retrieval_risk = serializers.CharField()
-    superseded_dropped = serializers.IntegerField(help_text="Retired values of the window's keys kept out of synthesis.")
-    stale_sentences_masked = serializers.IntegerField(help_text="Answer sentences masked for restating a retired value.")
-    external_excluded = serializers.IntegerField(help_text="Unattested external hits kept out of synthesis "
-                                                 "(LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL).")  # fmt: skip
+    superseded_dropped = serializers.IntegerField(
+        help_text="Retired values of the window's keys kept out of synthesis."
+    )
+    stale_sentences_masked = serializers.IntegerField(
+        help_text="Answer sentences masked for restating a retired value."
+    )
+    external_excluded = serializers.IntegerField(
+        help_text="Unattested external hits kept out of synthesis (LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL)."
+    )
     answer_truncated = serializers.BooleanField(help_text="The answer was cut at max_answer_chars.")
     model = serializers.CharField(allow_null=True, help_text="The model that wrote the answer.")
     llm_cache_hit = serializers.BooleanField()
     llm_cache_saved_usd = serializers.FloatField(help_text="What the cached answer would have cost (estimated).")
-    degraded = serializers.ListField(child=serializers.CharField(),
-                                     help_text="What did not run, e.g. synthesis:model_calls_off, synthesis:failed.")  # fmt: skip
+    degraded = serializers.ListField(
+        child=serializers.CharField(), help_text="What did not run, e.g. synthesis:model_calls_off, synthesis:failed."
+    )
     search_mode = serializers.CharField()
     trace_id = serializers.CharField()
     latency_ms = serializers.FloatField()

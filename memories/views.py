@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import error_response
-from retrieval.errors import Refusal
 from retrieval import ask, calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
+from retrieval.errors import Refusal
 from retrieval.plan import SearchRequest
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
@@ -281,8 +281,9 @@ class CalibrationRun(OpView):
                 f"{embedder.model_name} is not calibrated: the scalar gates apply to fake embedders and with "
                 "LOOM_ADAPTIVE_THRESHOLDS=false",
             )
-        calibration.calibrate_namespace(scope.org, scope.namespace, embedder, data["similar"], data["distractors"],
-                                        data.get("paraphrases", ()))  # fmt: skip
+        calibration.calibrate_namespace(
+            scope.org, scope.namespace, embedder, data["similar"], data["distractors"], data.get("paraphrases", ())
+        )
         thresholds.forget()
         return self.answer(thresholds.report(scope.org, scope.namespace))
 

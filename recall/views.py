@@ -30,8 +30,19 @@ from tenancy.models import Membership, Org
 from tenancy.roles import Role
 
 # The form's fields, as memory.search names them; lists are typed comma-separated.
-FIELDS = ("namespace", "query", "search_mode", "recipe", "retrieval_budget", "top_k", "rerank", "personalization",
-          "memory_type", "tags", "entity_filter")  # fmt: skip
+FIELDS = (
+    "namespace",
+    "query",
+    "search_mode",
+    "recipe",
+    "retrieval_budget",
+    "top_k",
+    "rerank",
+    "personalization",
+    "memory_type",
+    "tags",
+    "entity_filter",
+)
 LISTS = ("tags", "entity_filter")
 # What Compare lets differ between its two windows; the query, namespace and filters are shared.
 CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
@@ -132,8 +143,13 @@ def _moves(runs: dict) -> dict:
             rows[side].append({"hit": hit, "rank": at, "other": there, "move": move, "steps": abs(move or 0)})
     both = [row for row in ranked["a"] if row in position["b"]]
     k = max(len(ranked["a"]), len(ranked["b"]))
-    return {"rows": rows, "overlap": len(both) / k if k else None, "shared": len(both), "k": k,
-            "correlation": _spearman([position["a"][row] for row in both], [position["b"][row] for row in both])}
+    return {
+        "rows": rows,
+        "overlap": len(both) / k if k else None,
+        "shared": len(both),
+        "k": k,
+        "correlation": _spearman([position["a"][row] for row in both], [position["b"][row] for row in both]),
+    }
 
 
 def _identity(hit: dict) -> tuple:
@@ -186,8 +202,9 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
     """Per namespace the tier in force, every gate, the calibration's hash and age; the probe corpora's cosines
     with the derived gates drawn on them; for an admin, a button that recalibrates now (POST)."""
     embedder = get_embedder()
-    context.update(admin=principal.role >= Role.ADMIN, adaptive=thresholds.adaptive(embedder.model_name),
-                   model=embedder.model_name)  # fmt: skip
+    context.update(
+        admin=principal.role >= Role.ADMIN, adaptive=thresholds.adaptive(embedder.model_name), model=embedder.model_name
+    )
     with errors_shown(context):
         if request.method == "POST":
             if not context["admin"]:
@@ -208,11 +225,18 @@ def _calibration_charts(reports: list[dict]) -> list[dict]:
             continue
         seen.add(report["calibration_hash"])
         figure = go.Figure(
-            [go.Histogram(x=values, name=corpus, opacity=0.6, nbinsx=30)
-             for corpus, values in report["distributions"].items()],  # fmt: skip
-            layout={"barmode": "overlay", "height": 320, "margin": {"l": 40, "r": 10, "t": 40, "b": 40},
-                    "xaxis": {"title": {"text": "cosine"}}, "legend": {"orientation": "h"},
-                    "title": {"text": f"probe cosines · {report['tier']} {report['calibration_hash']}"}},  # fmt: skip
+            [
+                go.Histogram(x=values, name=corpus, opacity=0.6, nbinsx=30)
+                for corpus, values in report["distributions"].items()
+            ],
+            layout={
+                "barmode": "overlay",
+                "height": 320,
+                "margin": {"l": 40, "r": 10, "t": 40, "b": 40},
+                "xaxis": {"title": {"text": "cosine"}},
+                "legend": {"orientation": "h"},
+                "title": {"text": f"probe cosines · {report['tier']} {report['calibration_hash']}"},
+            },
         )
         for gate, value in report["gates"].items():
             figure.add_vline(x=value, line_dash="dot", annotation_text=gate, annotation_textangle=-90)
@@ -230,8 +254,12 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
         scope = _namespace_scope(principal, form, context)
         filters = _trace_filters(form)
         rows, next_before = trace.page(scope, PAGE, form["before"] or None, **filters)
-        context.update(scope=scope, rows=rows, next_before=next_before,
-                       chart=json.dumps(_trace_chart(trace.series(scope, **filters))))  # fmt: skip
+        context.update(
+            scope=scope,
+            rows=rows,
+            next_before=next_before,
+            chart=json.dumps(_trace_chart(trace.series(scope, **filters))),
+        )
     return _respond(request, "recall/_traces.html", "recall/traces.html", context)
 
 
@@ -243,17 +271,23 @@ def trace_detail(request: HttpRequest, principal: Principal, context: dict, trac
         scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
         found = trace.read(scope, trace_id=trace_id, limit=1)
         if not found:
-            return render(request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}},
-                          status=404)  # fmt: skip
+            return render(
+                request, "recall/_banner.html", {"error": {"code": "NOT_FOUND", "message": "no such trace"}}, status=404
+            )
         row = found[0]
-        context.update(row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"])))
+        context.update(
+            row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"]))
+        )
     return render(request, "recall/_banner.html" if "error" in context else "recall/_trace_detail.html", context)
 
 
 def _trace_filters(form: dict) -> dict:
     """The log's filters from the form; a bad one is refused (INVALID_VALUE, naming it)."""
-    found = {"op": form["op"] or None, "risk": form["risk"] or None,
-             "abstain": {"yes": True, "no": False}.get(form["abstain"])}  # fmt: skip
+    found = {
+        "op": form["op"] or None,
+        "risk": form["risk"] or None,
+        "abstain": {"yes": True, "no": False}.get(form["abstain"]),
+    }
     for name in ("since", "until"):
         try:
             moment = datetime.fromisoformat(form[name]) if form[name] else None
@@ -267,12 +301,18 @@ def _trace_chart(points: list[dict]) -> dict:
     """Latency p50 and p95 over time, and the abstain rate on a second axis."""
     at = [point["at"].isoformat() for point in points]
     figure = go.Figure(
-        [go.Scatter(x=at, y=[p["p50"] for p in points], name="latency p50 (ms)", mode="lines+markers"),
-         go.Scatter(x=at, y=[p["p95"] for p in points], name="latency p95 (ms)", mode="lines+markers"),
-         go.Bar(x=at, y=[p["abstain_rate"] for p in points], name="abstain rate", yaxis="y2", opacity=0.35)],
-        layout={"height": 300, "margin": {"l": 50, "r": 50, "t": 30, "b": 40}, "legend": {"orientation": "h"},
-                "yaxis": {"title": {"text": "ms"}}, "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 1],
-                                                                 "title": {"text": "abstain rate"}}},  # fmt: skip
+        [
+            go.Scatter(x=at, y=[p["p50"] for p in points], name="latency p50 (ms)", mode="lines+markers"),
+            go.Scatter(x=at, y=[p["p95"] for p in points], name="latency p95 (ms)", mode="lines+markers"),
+            go.Bar(x=at, y=[p["abstain_rate"] for p in points], name="abstain rate", yaxis="y2", opacity=0.35),
+        ],
+        layout={
+            "height": 300,
+            "margin": {"l": 50, "r": 50, "t": 30, "b": 40},
+            "legend": {"orientation": "h"},
+            "yaxis": {"title": {"text": "ms"}},
+            "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 1], "title": {"text": "abstain rate"}},
+        },
     )
     return json.loads(figure.to_json())
 
@@ -281,15 +321,23 @@ def _trace_chart(points: list[dict]) -> dict:
 @require_GET
 def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
     """The namespace's keys, newest first or by confidence, filtered by type and key prefix, paged by cursor."""
-    form = {name: request.GET.get(name, "").strip() for name in ("namespace", "order", "memory_type", "key_prefix",
-                                                                  "cursor")}  # fmt: skip
+    form = {
+        name: request.GET.get(name, "").strip()
+        for name in ("namespace", "order", "memory_type", "key_prefix", "cursor")
+    }
     context.update(form=form, memory_types=MEMORY_TYPES)
     with errors_shown(context):
         scope = _namespace_scope(principal, form, context)
         if form["order"] not in ("", "recent", "score"):
             raise Refusal("INVALID_VALUE", "order is recent or score", "order")
-        page = reads.list_keys(scope, order=form["order"] or "recent", limit=PAGE, cursor=form["cursor"] or None,
-                               memory_type=form["memory_type"] or None, key_prefix=form["key_prefix"] or None)  # fmt: skip
+        page = reads.list_keys(
+            scope,
+            order=form["order"] or "recent",
+            limit=PAGE,
+            cursor=form["cursor"] or None,
+            memory_type=form["memory_type"] or None,
+            key_prefix=form["key_prefix"] or None,
+        )
         context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
     return _respond(request, "recall/_memories.html", "recall/memories.html", context)
 
@@ -300,8 +348,12 @@ def memory(request: HttpRequest, principal: Principal, context: dict, memory_key
     """One key: every version (status, tags, entities, embedding model) and the live rows' chunks."""
     with errors_shown(context):
         scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
-        context.update(scope=scope, memory_key=memory_key, versions=reads.history(scope, memory_key),
-                       chunks=reads.chunks(scope, memory_key))  # fmt: skip
+        context.update(
+            scope=scope,
+            memory_key=memory_key,
+            versions=reads.history(scope, memory_key),
+            chunks=reads.chunks(scope, memory_key),
+        )
     status = 404 if "error" not in context and not context["versions"] else 200
     return render(request, "recall/memory.html", context, status=status)
 
@@ -326,8 +378,12 @@ def _search(principal: Principal, form: dict) -> dict:
     except (ValidationError, Refusal, customer.ModelCallRefused, remote.EmbedTimeout) as exc:
         return refusal_of(exc).to_envelope()  # what REST would answer, code for code
     reranked = any("rerank_from" in hit["score_components"] for hit in result.hits)
-    return {"result": result, "chart": json.dumps(_chart(result.hits, reranked)), "reranked": reranked,
-            "keywords": reads.keyword_matches(scope, data["query"])}  # fmt: skip
+    return {
+        "result": result,
+        "chart": json.dumps(_chart(result.hits, reranked)),
+        "reranked": reranked,
+        "keywords": reads.keyword_matches(scope, data["query"]),
+    }
 
 
 def _chart(hits: list[dict], reranked: bool = False) -> dict:
@@ -343,9 +399,17 @@ def _chart(hits: list[dict], reranked: bool = False) -> dict:
 
     figure = go.Figure(
         [go.Bar(name=part, y=labels, x=[counted(hit, part) for hit in hits], orientation="h") for part in parts],
-        layout={"barmode": "relative", "height": 120 + 28 * len(hits), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
-                "yaxis": {"autorange": "reversed", "automargin": True}, "legend": {"orientation": "h"},
-                "title": {"text": "fused score before the reranker's order, stacked from its parts" if reranked
-                          else "rank score, stacked from its parts"}},  # fmt: skip
+        layout={
+            "barmode": "relative",
+            "height": 120 + 28 * len(hits),
+            "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
+            "yaxis": {"autorange": "reversed", "automargin": True},
+            "legend": {"orientation": "h"},
+            "title": {
+                "text": "fused score before the reranker's order, stacked from its parts"
+                if reranked
+                else "rank score, stacked from its parts"
+            },
+        },
     )
     return json.loads(figure.to_json())

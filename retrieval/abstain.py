@@ -36,8 +36,14 @@ class Verdict:
     top_similarity: float | None
 
 
-def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missing_entities: list[str],
-          names: Check | None = None, cosine: bool = True) -> Verdict:  # fmt: skip
+def judge(
+    ranked: list[Candidate],
+    window: list[Candidate],
+    gates: Gates,
+    missing_entities: list[str],
+    names: Check | None = None,
+    cosine: bool = True,
+) -> Verdict:
     """`cosine=False`: the query has no vector (model calls off), so lexical hits stand, at high risk."""
     if missing_entities:
         return Verdict(True, "entity_absent", f"no memory mentions {', '.join(missing_entities)}", 0.0, "abstain", None)
@@ -45,11 +51,14 @@ def judge(ranked: list[Candidate], window: list[Candidate], gates: Gates, missin
         return Verdict(True, "no_match", "nothing in scope matched the query", 0.0, "abstain", None)
     if names is not None and names.absent:
         said = ", ".join(names.names)
-        return Verdict(True, "entity_absent", f"the question is about {said}: no memory mentions it", 0.0, "abstain",
-                       None)  # fmt: skip
+        return Verdict(
+            True, "entity_absent", f"the question is about {said}: no memory mentions it", 0.0, "abstain", None
+        )
     if not cosine:
         return Verdict(False, None, None, 0.0, "high", None)
-    judged = sorted((c.similarity for c in ranked), reverse=True)[: min(JUDGED_POOL, settings.LOOM_MEMORY_SEARCH_POOL_MIN)]
+    judged = sorted((c.similarity for c in ranked), reverse=True)[
+        : min(JUDGED_POOL, settings.LOOM_MEMORY_SEARCH_POOL_MIN)
+    ]
     scope = settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE
     top = {"window": lambda: max(c.similarity for c in window), "rank1": lambda: ranked[0].similarity}.get(
         scope, lambda: judged[0]

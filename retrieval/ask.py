@@ -81,11 +81,16 @@ class AskRequest:
 
 def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     if request.allow_synthesis and settings.LOOM_READS_LLM_FREE:
-        raise Refusal("READS_LLM_FREE", "LOOM_READS_LLM_FREE=true: reads make no LLM call; ask with "
-                       "allow_synthesis=false for the evidence alone", "allow_synthesis", 409)  # fmt: skip
+        raise Refusal(
+            "READS_LLM_FREE",
+            "LOOM_READS_LLM_FREE=true: reads make no LLM call; ask with allow_synthesis=false for the evidence alone",
+            "allow_synthesis",
+            409,
+        )
     wanted = request.search
-    wanted = replace(wanted, context=_context(request.recent_messages), top_k=wanted.top_k or TOP_K,
-                     bodies=wanted.bodies or "unit")  # fmt: skip
+    wanted = replace(
+        wanted, context=_context(request.recent_messages), top_k=wanted.top_k or TOP_K, bodies=wanted.bodies or "unit"
+    )
     found = service.search(scope, wanted, op="memory.ask", run_id=run_id)
     answer = _answer(found, "abstained" if found.abstain else "retrieval_only")
     if found.abstain or not request.allow_synthesis:
@@ -114,14 +119,29 @@ def _unverified_external(hit: dict) -> bool:
 
 def _answer(found: service.SearchResult, source: str) -> dict:
     return {
-        "answer": None, "source": source, "memory_keys": [], "cited_sessions": [], "hits": found.hits,
-        "abstain": found.abstain, "abstain_code": found.abstain_code, "abstain_reason": found.abstain_reason,
-        "retrieval_confidence": found.retrieval_confidence, "retrieval_risk": found.retrieval_risk,
-        "superseded_dropped": 0, "stale_sentences_masked": 0, "external_excluded": 0, "answer_truncated": False, "model": None,
-        "llm_cache_hit": False, "llm_cache_saved_usd": 0.0, "degraded": list(found.degraded),
-        "search_mode": found.search_mode, "trace_id": found.trace_id,
-        "latency_ms": found.latency_ms, "stage_ms": dict(found.stage_ms),
-    }  # fmt: skip
+        "answer": None,
+        "source": source,
+        "memory_keys": [],
+        "cited_sessions": [],
+        "hits": found.hits,
+        "abstain": found.abstain,
+        "abstain_code": found.abstain_code,
+        "abstain_reason": found.abstain_reason,
+        "retrieval_confidence": found.retrieval_confidence,
+        "retrieval_risk": found.retrieval_risk,
+        "superseded_dropped": 0,
+        "stale_sentences_masked": 0,
+        "external_excluded": 0,
+        "answer_truncated": False,
+        "model": None,
+        "llm_cache_hit": False,
+        "llm_cache_saved_usd": 0.0,
+        "degraded": list(found.degraded),
+        "search_mode": found.search_mode,
+        "trace_id": found.trace_id,
+        "latency_ms": found.latency_ms,
+        "stage_ms": dict(found.stage_ms),
+    }
 
 
 def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer: dict) -> None:
@@ -131,8 +151,13 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
     llm = for_model(settings.LOOM_MEMORY_ASK_SYNTH_MODEL)
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask"):
-            result = llm.complete(system, prompt, max_tokens=request.max_answer_chars // 3 + 64,
-                                  window_keys=tuple(h["memory_key"] for h in evidence), cache=_cache_on(scope, request))  # fmt: skip
+            result = llm.complete(
+                system,
+                prompt,
+                max_tokens=request.max_answer_chars // 3 + 64,
+                window_keys=tuple(h["memory_key"] for h in evidence),
+                cache=_cache_on(scope, request),
+            )
     except customer.ModelCallRefused as exc:
         answer["degraded"].append(f"synthesis:{exc.code.lower()}")
         return
@@ -142,20 +167,27 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
         return
     cited, body = _cited(result.text, evidence)
     # The window keys' retired values, read once there is an answer to check against them.
-    retired = {} if request.search.include_superseded else reads.retired_values(
-        scope, [(hit["namespace"], hit["memory_key"]) for hit in evidence]
+    retired = (
+        {}
+        if request.search.include_superseded
+        else reads.retired_values(scope, [(hit["namespace"], hit["memory_key"]) for hit in evidence])
     )
     body, masked = _masked(body, retired, evidence, request.search.query or "")
     truncated = len(body) > request.max_answer_chars
     if truncated:
         body = body[: request.max_answer_chars - 1].rsplit(" ", 1)[0].rstrip() + "…"
     answer.update(
-        answer=body, source="synthesized", model=result.model, answer_truncated=truncated,
+        answer=body,
+        source="synthesized",
+        model=result.model,
+        answer_truncated=truncated,
         memory_keys=list(dict.fromkeys(hit["memory_key"] for hit in cited)),
         cited_sessions=list(dict.fromkeys(hit["session_id"] for hit in cited if hit["session_id"])),
-        superseded_dropped=sum(len(values) for values in retired.values()), stale_sentences_masked=masked,
-        llm_cache_hit=result.from_cache, llm_cache_saved_usd=result.saved_usd,
-    )  # fmt: skip
+        superseded_dropped=sum(len(values) for values in retired.values()),
+        stale_sentences_masked=masked,
+        llm_cache_hit=result.from_cache,
+        llm_cache_saved_usd=result.saved_usd,
+    )
     spent = round((datetime.now(UTC) - started).total_seconds() * 1000, 3)
     answer["stage_ms"]["synthesis"] = spent
     answer["latency_ms"] = round(answer["latency_ms"] + spent, 3)
@@ -169,14 +201,18 @@ def _prompt(request: AskRequest, evidence: list[dict]) -> str:
     parts = [f"Today is {datetime.now(UTC):%Y-%m-%d}."]
     if request.recent_messages:
         turns = "\n".join(f"{m['role']}: {_fenced(m['content'])}" for m in request.recent_messages)
-        parts.append(f"The conversation so far, for what the question refers to:\n<conversation>\n{turns}\n</conversation>")
+        parts.append(
+            f"The conversation so far, for what the question refers to:\n<conversation>\n{turns}\n</conversation>"
+        )
     blocks = []
     for number, hit in enumerate(evidence, 1):
         dated = hit["valid_at"] or hit["created_at"]
         former = " · former value" if hit["status"] == "superseded" else ""
         session = f" · session {hit['session_id']}" if hit["session_id"] else ""
         body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
-        blocks.append(f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{_fenced(body[:MEMORY_CHARS])}")
+        blocks.append(
+            f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{_fenced(body[:MEMORY_CHARS])}"
+        )
     parts.append("<memories>\n" + "\n\n".join(blocks) + "\n</memories>")
     parts.append(f"Question: {request.search.query}")
     return "\n\n".join(parts)
@@ -211,7 +247,9 @@ def _cited(answer: str, evidence: list[dict]) -> tuple[list[dict], str]:
     return cited, re.sub(r" +([.,;:!?])", r"\1", _BRACKETED.sub(rewrite, answer)).strip()
 
 
-def _masked(answer: str, retired: dict[tuple[str, str], list[str]], evidence: list[dict], question: str) -> tuple[str, int]:
+def _masked(
+    answer: str, retired: dict[tuple[str, str], list[str]], evidence: list[dict], question: str
+) -> tuple[str, int]:
     """Mask each sentence that restates a retired value: it carries words only a retired value has (none of the
     live evidence nor the question) — two of them, or the one such word a short retired value has."""
     if not retired:
@@ -236,7 +274,9 @@ def _words(content: str) -> set[str]:
 def _cache_on(scope: Scope, request: AskRequest) -> bool:
     if request.llm_cache is not None:
         return request.llm_cache
-    return settings.LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT or scope.namespace in settings.LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES
+    return (
+        settings.LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT or scope.namespace in settings.LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES
+    )
 
 
 def _record_use(scope: Scope, cited: list[dict]) -> None:
@@ -246,7 +286,8 @@ def _record_use(scope: Scope, cited: list[dict]) -> None:
         by_namespace.setdefault(hit["namespace"], []).append(hit["memory_key"])
     try:
         for namespace, keys in by_namespace.items():
-            usage.record(replace(scope, namespace=namespace), keys, usage.USED_CITED,
-                         settings.LOOM_MEMORY_ASK_CITED_WEIGHT)  # fmt: skip
-    except Exception as exc:  # noqa: BLE001
+            usage.record(
+                replace(scope, namespace=namespace), keys, usage.USED_CITED, settings.LOOM_MEMORY_ASK_CITED_WEIGHT
+            )
+    except Exception as exc:
         log.warning("memory.ask could not record its citations' use: %s", exc)

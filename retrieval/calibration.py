@@ -71,9 +71,13 @@ def cosines(embedder, pairs: list[tuple[str, str]]) -> list[float]:
 def build(model: str, paraphrase, question_fact, distractor, source: str) -> Calibration:
     gates = derive_thresholds(paraphrase, question_fact, distractor)
     return Calibration(
-        model, gates, calibration_hash(model, gates), source, datetime.now(UTC),
+        model,
+        gates,
+        calibration_hash(model, gates),
+        source,
+        datetime.now(UTC),
         {"paraphrase": paraphrase, "question_fact": question_fact, "distractor": distractor},
-    )  # fmt: skip
+    )
 
 
 def probe(embedder, source: str) -> Calibration:
@@ -90,21 +94,29 @@ def probe(embedder, source: str) -> Calibration:
 
 def _row(calibration: Calibration) -> dict:
     return {
-        "embedding_model": calibration.embedding_model, **calibration.gates,
-        "calibration_hash": calibration.calibration_hash, **calibration.cosines,
-        "source": calibration.source, "created_at": calibration.created_at,
-    }  # fmt: skip
+        "embedding_model": calibration.embedding_model,
+        **calibration.gates,
+        "calibration_hash": calibration.calibration_hash,
+        **calibration.cosines,
+        "source": calibration.source,
+        "created_at": calibration.created_at,
+    }
 
 
 def _from_row(row: dict) -> Calibration:
     return Calibration(
-        row["embedding_model"], {name: row[name] for name in GATES}, row["calibration_hash"], row["source"],
-        row["created_at"], {name: list(row[name]) for name in ("paraphrase", "question_fact", "distractor")},
-    )  # fmt: skip
+        row["embedding_model"],
+        {name: row[name] for name in GATES},
+        row["calibration_hash"],
+        row["source"],
+        row["created_at"],
+        {name: list(row[name]) for name in ("paraphrase", "question_fact", "distractor")},
+    )
 
 
-_COLUMNS = ", ".join(("embedding_model", *GATES, "calibration_hash", "paraphrase", "question_fact", "distractor",
-                      "source", "created_at"))  # fmt: skip
+_COLUMNS = ", ".join(
+    ("embedding_model", *GATES, "calibration_hash", "paraphrase", "question_fact", "distractor", "source", "created_at")
+)
 
 
 def publish(calibration: Calibration) -> None:

@@ -230,8 +230,12 @@ def column_types(table: str) -> dict[str, str]:
     """A table's column types, read once per engine (schema.apply forgets them)."""
     key = (target(), table)
     if key not in _types:
-        _types[key] = dict(query_rows("SELECT name, type FROM system.columns WHERE database = {db:String} "
-                                      "AND table = {table:String}", {"db": database(), "table": table}))  # fmt: skip
+        _types[key] = dict(
+            query_rows(
+                "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {table:String}",
+                {"db": database(), "table": table},
+            )
+        )
     return _types[key]
 
 

@@ -107,12 +107,25 @@ def record(org: str, namespace: str, op: str, actor: str, meter: Meter) -> None:
     if not meter.used:
         return
     try:
-        clickhouse.insert("agent_events", [{
-            "org": org, "namespace": namespace, "op": op, "actor": actor, "created_at": datetime.now(UTC),
-            "upstream_cost_usd": meter.cost_usd, "embedding_tokens": meter.embedding_tokens,
-            "input_tokens": meter.input_tokens, "output_tokens": meter.output_tokens, "llm_calls": meter.llm_calls,
-            "embedding_calls": meter.embedding_calls, "model": meter.dominant_model(),
-            "llm_cache_saved_usd": meter.cache_saved_usd,
-        }])  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 -- accounting fails open
+        clickhouse.insert(
+            "agent_events",
+            [
+                {
+                    "org": org,
+                    "namespace": namespace,
+                    "op": op,
+                    "actor": actor,
+                    "created_at": datetime.now(UTC),
+                    "upstream_cost_usd": meter.cost_usd,
+                    "embedding_tokens": meter.embedding_tokens,
+                    "input_tokens": meter.input_tokens,
+                    "output_tokens": meter.output_tokens,
+                    "llm_calls": meter.llm_calls,
+                    "embedding_calls": meter.embedding_calls,
+                    "model": meter.dominant_model(),
+                    "llm_cache_saved_usd": meter.cache_saved_usd,
+                }
+            ],
+        )
+    except Exception as exc:
         log.warning("agent_events write failed for %s: %s", op, exc)

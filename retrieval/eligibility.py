@@ -61,7 +61,9 @@ class Eligibility:
         )
 
 
-def build(request, window: tuple[datetime, datetime] | None, user_id: str | None, session_id: str | None) -> Eligibility:
+def build(
+    request, window: tuple[datetime, datetime] | None, user_id: str | None, session_id: str | None
+) -> Eligibility:
     """The request's filters; `user_id` / `session_id` already carry the read scope in force."""
     statuses = list(ACTIVE_ONLY)
     if request.include_superseded:
@@ -84,16 +86,21 @@ def build(request, window: tuple[datetime, datetime] | None, user_id: str | None
     if request.category:
         add("category = {category:String}", category=request.category)
     if request.entity_filter:
-        add("hasAny(arrayMap(e -> lower(e), entities), {entity_filter:Array(String)})",
-            entity_filter=[entity.lower() for entity in request.entity_filter])  # fmt: skip
+        add(
+            "hasAny(arrayMap(e -> lower(e), entities), {entity_filter:Array(String)})",
+            entity_filter=[entity.lower() for entity in request.entity_filter],
+        )
     for name, value in (("user_id", user_id), ("session_id", session_id), ("run_id", request.run_id)):
         if value is not None and value != "-":
             add(f"{name} = {{{name}:String}}", **{name: value})
     if request.exclude_keys:
         add("memory_key NOT IN {exclude_keys:Array(String)}", exclude_keys=request.exclude_keys)
     if window is not None:
-        add("dated_at BETWEEN {window_from:DateTime64(3, 'UTC')} AND {window_to:DateTime64(3, 'UTC')}",
-            window_from=window[0], window_to=window[1])  # fmt: skip
+        add(
+            "dated_at BETWEEN {window_from:DateTime64(3, 'UTC')} AND {window_to:DateTime64(3, 'UTC')}",
+            window_from=window[0],
+            window_to=window[1],
+        )
     if request.as_of is not None:
         if request.as_of_basis == "valid_time":
             add("dated_at <= {as_of:DateTime64(3, 'UTC')}", as_of=request.as_of)

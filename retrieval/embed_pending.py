@@ -40,9 +40,13 @@ def pending(batch_size: int, org: str | None = None) -> list[dict]:
         ORDER BY version DESC
         LIMIT {batch:UInt32}
         """,
-        {"model": get_embedder().model_name, "off": sorted(customer.switched_off_orgs()), "org": org,
-         "batch": batch_size},
-    )  # fmt: skip
+        {
+            "model": get_embedder().model_name,
+            "off": sorted(customer.switched_off_orgs()),
+            "org": org,
+            "batch": batch_size,
+        },
+    )
 
 
 def run_once(batch_size: int = 100, org: str | None = None) -> int:
@@ -84,7 +88,7 @@ class _Worker:
                 try:
                     while run_once() and not self.stop.is_set():  # drain, then wait
                         pass
-                except Exception:  # noqa: BLE001 -- the worker outlives one failed pass
+                except Exception:
                     log.exception("embedding worker pass failed")
                 self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
                 self.wake.clear()

@@ -74,5 +74,9 @@ def _rrf(candidates: list[Candidate], lexical_weight: float) -> None:
         c.relevance += lexical_weight / (RRF_K + rank)
         c.components["lexical_rank"] = rank
     for c in candidates:
-        c.components.update(rrf_score=c.relevance, rrf_weight_semantic=1.0, rrf_weight_lexical=lexical_weight,
-                            lexical=c.signals.get("lexical", 0))  # fmt: skip
+        c.components.update(
+            rrf_score=c.relevance,
+            rrf_weight_semantic=1.0,
+            rrf_weight_lexical=lexical_weight,
+            lexical=c.signals.get("lexical", 0),
+        )

@@ -7,6 +7,7 @@ from retrieval.providers import remote
 from retrieval.providers.embedders import get_embedder, width_mismatch
 from retrieval.providers.llm import get_llm
 
+
 def report() -> dict:
     try:
         engine = {"ok": True, "backend": clickhouse.backend(), "version": clickhouse.ping()}

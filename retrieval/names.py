@@ -21,12 +21,65 @@ from retrieval.query import STOPWORDS
 
 # Words a sentence may open with that are never names, even in a run ("What Jon said" -> "Jon").
 _OPENERS = STOPWORDS | frozenset(
-    """is are was were do does did can could would should shall may might must will has have had
-    tell show find list give describe name explain summarize summarise please any some all""".split()
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "will",
+        "has",
+        "have",
+        "had",
+        "tell",
+        "show",
+        "find",
+        "list",
+        "give",
+        "describe",
+        "name",
+        "explain",
+        "summarize",
+        "summarise",
+        "please",
+        "any",
+        "some",
+        "all",
+    ]
 )
 _NOT_NAMES = frozenset(
-    """i january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday""".split()
+    [
+        "i",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
 )
 _CAPITALISED = re.compile(r"[A-Z][\w&.-]*(?:['’][A-Za-z]+)?")
 _RUN = re.compile(rf"{_CAPITALISED.pattern}(?:\s+{_CAPITALISED.pattern})*")
@@ -127,8 +180,10 @@ def check(org: str, namespaces: list[str], model: str, query: str) -> Check:
     found = _in_mirrors(org, namespaces, model, names, terms)
     unknown = [at for at in range(len(names)) if at not in found]
     if unknown:
-        found |= {unknown[at] for at in _in_clickhouse(org, namespaces, [names[at] for at in unknown],
-                                                        [terms[at] for at in unknown])}  # fmt: skip
+        found |= {
+            unknown[at]
+            for at in _in_clickhouse(org, namespaces, [names[at] for at in unknown], [terms[at] for at in unknown])
+        }
     return Check(names, [name for at, name in enumerate(names) if at in found])
 
 

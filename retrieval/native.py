@@ -13,10 +13,18 @@ import numpy as np
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FIXED = {
-    "UInt8": "<u1", "UInt16": "<u2", "UInt32": "<u4", "UInt64": "<u8",
-    "Int8": "<i1", "Int16": "<i2", "Int32": "<i4", "Int64": "<i8",
-    "Float32": "<f4", "Float64": "<f8", "Bool": "<u1",
-}  # fmt: skip
+    "UInt8": "<u1",
+    "UInt16": "<u2",
+    "UInt32": "<u4",
+    "UInt64": "<u8",
+    "Int8": "<i1",
+    "Int16": "<i2",
+    "Int32": "<i4",
+    "Int64": "<i8",
+    "Float32": "<f4",
+    "Float64": "<f8",
+    "Bool": "<u1",
+}
 _DATETIME64 = re.compile(r"^DateTime64\((\d)(?:,\s*'[^']*')?\)$")
 _ENUM8 = re.compile(r"^Enum8\((.*)\)$")
 _MAP = re.compile(r"^Map\((\w+),\s*(\w+)\)$")
@@ -89,8 +97,11 @@ def encode_column(ch_type: str, values: list) -> bytes:
         key_type, value_type = match.group(1), match.group(2)
         offsets = np.cumsum([len(value) for value in values], dtype="<u8")
         pairs = [item for value in values for item in value.items()]
-        return (offsets.tobytes() + encode_column(key_type, [k for k, _ in pairs])
-                + encode_column(value_type, [v for _, v in pairs]))  # fmt: skip
+        return (
+            offsets.tobytes()
+            + encode_column(key_type, [k for k, _ in pairs])
+            + encode_column(value_type, [v for _, v in pairs])
+        )
     raise TypeError(f"no Native encoding for column type {ch_type}")
 
 
@@ -126,7 +137,6 @@ def encode_block(columns: list[tuple[str, str, list]]) -> bytes:
     return b"".join(parts)
 
 
-
 def decode_rows(types: list[str], data: bytes) -> list[list]:
     """Rows of a RowBinary answer, given each column's type. Float arrays come back as numpy arrays.
 
@@ -158,35 +168,46 @@ def _read_varint(view, at: int) -> tuple[int, int]:
 
 def _reader(ch_type: str):
     if ch_type == "String":
+
         def read(view, at):
             size, at = _read_varint(view, at)
             return bytes(view[at : at + size]).decode(), at + size
+
         return read
     if ch_type in _FIXED:
         dtype = np.dtype(_FIXED[ch_type])
+
         def read(view, at):
             return np.frombuffer(view, dtype, 1, at)[0].item(), at + dtype.itemsize
+
         return read
     if match := _DATETIME64.match(ch_type):
         scale = 10 ** int(match.group(1))
+
         def read(view, at):
             ticks = int(np.frombuffer(view, "<i8", 1, at)[0])
             return _EPOCH + timedelta(microseconds=ticks * 1_000_000 // scale), at + 8
+
         return read
     if ch_type.startswith("Nullable("):
         inner = _reader(ch_type[len("Nullable(") : -1])
+
         def read(view, at):
             return (None, at + 1) if view[at] else inner(view, at + 1)
+
         return read
     if ch_type.startswith("Array("):
         inner = ch_type[len("Array(") : -1]
         if inner in ("Float32", "Float64"):
             dtype = np.dtype(_FIXED[inner])
+
             def read(view, at):
                 size, at = _read_varint(view, at)
                 return np.frombuffer(view, dtype, size, at).copy(), at + size * dtype.itemsize
+
             return read
         item = _reader(inner)
+
         def read(view, at):
             size, at = _read_varint(view, at)
             items = []
@@ -194,5 +215,6 @@ def _reader(ch_type: str):
                 value, at = item(view, at)
                 items.append(value)
             return items, at
+
         return read
     raise TypeError(f"no RowBinary decoding for column type {ch_type}")

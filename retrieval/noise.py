@@ -45,9 +45,14 @@ class Noise:
     measured_at: datetime
 
     def as_dict(self) -> dict:
-        return {"level": self.level, "abstain": self.abstain, "rows": self.rows, "probes": self.probes,
-                "measured_at": self.measured_at,
-                "age_seconds": (datetime.now(UTC) - self.measured_at).total_seconds()}  # fmt: skip
+        return {
+            "level": self.level,
+            "abstain": self.abstain,
+            "rows": self.rows,
+            "probes": self.probes,
+            "measured_at": self.measured_at,
+            "age_seconds": (datetime.now(UTC) - self.measured_at).total_seconds(),
+        }
 
 
 def measure(org: str, namespace: str, embedder) -> Noise | None:
@@ -57,11 +62,21 @@ def measure(org: str, namespace: str, embedder) -> Noise | None:
         return None
     level = float(np.percentile(tops, PERCENTILE))
     found = Noise(round(level, 4), round(level + MARGIN, 4), rows, len(tops), datetime.now(UTC))
-    clickhouse.insert("namespace_noise", [{
-        "org": org, "namespace": namespace, "embedding_model": embedder.model_name, "rows": rows,
-        "tops": np.asarray(tops, dtype=np.float32), "level": found.level, "abstain": found.abstain,
-        "measured_at": found.measured_at,
-    }])  # fmt: skip
+    clickhouse.insert(
+        "namespace_noise",
+        [
+            {
+                "org": org,
+                "namespace": namespace,
+                "embedding_model": embedder.model_name,
+                "rows": rows,
+                "tops": np.asarray(tops, dtype=np.float32),
+                "level": found.level,
+                "abstain": found.abstain,
+                "measured_at": found.measured_at,
+            }
+        ],
+    )
     _copies[(clickhouse.target(), org, namespace, embedder.model_name)] = (time.monotonic(), found)
     return found
 
@@ -79,7 +94,7 @@ def in_force(org: str, namespace: str, embedder) -> Noise | None:
             return measure(org, namespace, embedder)
         if rows and (found is None or abs(rows - found.rows) > REFRESH_GROWTH * found.rows):
             _measure_in_background(org, namespace, embedder)
-    except Exception as exc:  # noqa: BLE001 -- the tier below serves; the next search tries again
+    except Exception as exc:
         log.warning("noise level of %s/%s unavailable: %s", org, namespace, exc)
         return held[1] if held else None
     _copies[key] = (time.monotonic(), found)
@@ -116,7 +131,7 @@ def _measure_in_background(org: str, namespace: str, embedder) -> None:
         try:
             clickhouse.use_target_in_thread(key[0])
             measure(org, namespace, embedder)
-        except Exception as exc:  # noqa: BLE001 -- measured again on a later search
+        except Exception as exc:
             log.warning("noise level of %s/%s not measured: %s", org, namespace, exc)
         finally:
             clickhouse.release_thread()
@@ -139,11 +154,14 @@ def _stored(org: str, namespace: str, model: str) -> Noise | None:
 
 
 def _live_rows(org: str, namespace: str) -> int:
-    return clickhouse.query_value(
-        "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
-        "AND field = 'value'",
-        {"org": org, "namespace": namespace},
-    ) or 0
+    return (
+        clickhouse.query_value(
+            "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
+            "AND field = 'value'",
+            {"org": org, "namespace": namespace},
+        )
+        or 0
+    )
 
 
 def _best_in_clickhouse(org: str, namespace: str, model: str, probes: np.ndarray) -> tuple[list[float], int]:
@@ -160,7 +178,13 @@ def _best_in_clickhouse(org: str, namespace: str, model: str, probes: np.ndarray
         GROUP BY probe
         ORDER BY probe
         """,
-        {"org": org, "namespace": namespace, "model": model, "probes": probes.ravel(), "dim": probes.shape[1],
-         "n": len(probes)},
-    )  # fmt: skip
+        {
+            "org": org,
+            "namespace": namespace,
+            "model": model,
+            "probes": probes.ravel(),
+            "dim": probes.shape[1],
+            "n": len(probes),
+        },
+    )
     return [row[0] for row in rows], (rows[0][1] if rows else 0)

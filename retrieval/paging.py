@@ -23,21 +23,42 @@ def park(scope: Scope, rest: list[Candidate], plan: Plan, explain: bool, verdict
     handle = "pg_" + secrets.token_hex(12)
     now = datetime.now(UTC)
     payload = {
-        "window": {"top_k": plan.top_k, "bodies": plan.bodies, "floor_mode": plan.floor_mode,
-                   "budget_tokens": plan.body_budget_tokens, "mode": plan.mode, "explain": explain,
-                   "confidence": verdict.confidence, "risk": verdict.risk},
+        "window": {
+            "top_k": plan.top_k,
+            "bodies": plan.bodies,
+            "floor_mode": plan.floor_mode,
+            "budget_tokens": plan.body_budget_tokens,
+            "mode": plan.mode,
+            "explain": explain,
+            "confidence": verdict.confidence,
+            "risk": verdict.risk,
+        },
         "candidates": [
-            {"id": list(c.id.as_tuple()), "signals": c.signals, "chunk": c.chunk, "components": c.components,
-             "relevance": c.relevance, "score": c.score, "below_threshold": c.below_threshold}
+            {
+                "id": list(c.id.as_tuple()),
+                "signals": c.signals,
+                "chunk": c.chunk,
+                "components": c.components,
+                "relevance": c.relevance,
+                "score": c.score,
+                "below_threshold": c.below_threshold,
+            }
             for c in rest
         ],
-    }  # fmt: skip
+    }
     clickhouse.insert(
         "search_pages",
-        [{"org": scope.org, "namespace": scope.namespace, "handle": handle, "created_at": now,
-          "expires_at": now + timedelta(seconds=settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS),
-          "payload": json.dumps(payload)}],
-    )  # fmt: skip
+        [
+            {
+                "org": scope.org,
+                "namespace": scope.namespace,
+                "handle": handle,
+                "created_at": now,
+                "expires_at": now + timedelta(seconds=settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS),
+                "payload": json.dumps(payload),
+            }
+        ],
+    )
     return f"{handle}.0"
 
 
@@ -57,28 +78,46 @@ def serve(scope: Scope, page: str, clock):
     )
     if payload is None or not offset.isdigit():
         return service.SearchResult(
-            hits=[], abstain=True, abstain_code="page_expired",
+            hits=[],
+            abstain=True,
+            abstain_code="page_expired",
             abstain_reason="the page handle names no parked result (expired, or not this namespace's); search again",
-            retrieval_confidence=0.0, retrieval_risk="abstain", candidates_total=0,
+            retrieval_confidence=0.0,
+            retrieval_risk="abstain",
+            candidates_total=0,
             namespaces_searched=[scope.namespace],
-        )  # fmt: skip
+        )
     parked = json.loads(payload)
     shown = parked["window"]
     start, top_k = int(offset), shown["top_k"]
     candidates = [
-        Candidate(RowId(*item["id"]), signals=item["signals"], chunk=item["chunk"], components=item["components"],
-                  relevance=item["relevance"], score=item["score"], below_threshold=item["below_threshold"])
+        Candidate(
+            RowId(*item["id"]),
+            signals=item["signals"],
+            chunk=item["chunk"],
+            components=item["components"],
+            relevance=item["relevance"],
+            score=item["score"],
+            below_threshold=item["below_threshold"],
+        )
         for item in parked["candidates"][start : start + top_k]
-    ]  # fmt: skip
+    ]
     service.hydrate(scope.org, candidates)
     candidates = [c for c in candidates if c.row is not None]
     more = start + top_k < len(parked["candidates"])
     clock.lap("page")
     return service.SearchResult(
-        hits=service.hits(candidates, scope.namespace, shown["bodies"], shown["floor_mode"], shown["budget_tokens"],
-                          shown["explain"]),
-        abstain=False, abstain_code=None, abstain_reason=None, retrieval_confidence=shown["confidence"],
-        retrieval_risk=shown["risk"], candidates_total=len(parked["candidates"]),
-        namespaces_searched=[scope.namespace], next=f"{handle}.{start + top_k}" if more else None,
-        search_mode=shown["mode"], mode_source="page",
-    )  # fmt: skip
+        hits=service.hits(
+            candidates, scope.namespace, shown["bodies"], shown["floor_mode"], shown["budget_tokens"], shown["explain"]
+        ),
+        abstain=False,
+        abstain_code=None,
+        abstain_reason=None,
+        retrieval_confidence=shown["confidence"],
+        retrieval_risk=shown["risk"],
+        candidates_total=len(parked["candidates"]),
+        namespaces_searched=[scope.namespace],
+        next=f"{handle}.{start + top_k}" if more else None,
+        search_mode=shown["mode"],
+        mode_source="page",
+    )

@@ -163,7 +163,9 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
     if not unmatched:
         legs &= {"vector"}
     rerank = _reranker(request.rerank, rerank_endpoint, budget, notes)
-    multiplier = settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK if rerank else settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER
+    multiplier = (
+        settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK if rerank else settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER
+    )
     multiplier *= 2 if budget == "deep" else 1
     pool = max(top_k * multiplier, settings.LOOM_MEMORY_SEARCH_POOL_MIN) + pick("extra_candidates")
     if request.paging:

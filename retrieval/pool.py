@@ -39,8 +39,15 @@ class Candidate:
     @property
     def similarity(self) -> float:
         """Cosine to the query in [0, 1]: the best of value, key and chunk vectors (and HyDE's answer, when it ran)."""
-        return min(1.0, max(0.0, self.fact_similarity, self.signals.get("chunk_similarity", 0.0),
-                            self.signals.get("hyde_similarity", 0.0)))  # fmt: skip
+        return min(
+            1.0,
+            max(
+                0.0,
+                self.fact_similarity,
+                self.signals.get("chunk_similarity", 0.0),
+                self.signals.get("hyde_similarity", 0.0),
+            ),
+        )
 
     @property
     def source(self) -> str:

@@ -26,7 +26,10 @@ PARAPHRASES = [
     ("Our fiscal year starts in April.", "The company's financial year begins in April."),
     ("The patient takes 50 mg of the drug twice a day.", "The patient's dose is 50 milligrams, two times daily."),
     ("The cat is afraid of the vacuum cleaner.", "The vacuum cleaner scares the cat."),
-    ("The user wants short answers without bullet points.", "Keep replies brief and avoid bulleted lists for this user."),
+    (
+        "The user wants short answers without bullet points.",
+        "Keep replies brief and avoid bulleted lists for this user.",
+    ),
     ("The warehouse closes at 6 pm on weekdays.", "On weekdays the warehouse shuts at six in the evening."),
     ("Kenji speaks Japanese and Portuguese.", "Kenji is fluent in Portuguese as well as Japanese."),
     ("The contract renewal needs legal approval.", "Legal has to sign off before the contract is renewed."),

@@ -56,8 +56,20 @@ def entity_boost(wanted: set[str], carried: list[str]) -> float:
 
 
 # Every term apply() may add to relevance: rank_score = relevance + term_scale x their sum (the Lab stacks them).
-TERMS = ("entity_boost", "query_entity_boost", "recency", "chronology", "recency_pool", "date", "prior",
-         "reinforcement", "trust", "key_match", "sensitivity_demotion", "demoted")  # fmt: skip
+TERMS = (
+    "entity_boost",
+    "query_entity_boost",
+    "recency",
+    "chronology",
+    "recency_pool",
+    "date",
+    "prior",
+    "reinforcement",
+    "trust",
+    "key_match",
+    "sensitivity_demotion",
+    "demoted",
+)
 
 
 def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
@@ -115,8 +127,18 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
 
 def order(candidates: list[Candidate]) -> list[Candidate]:
     """By score; ties by similarity, then by the row's name, so identical searches serve identical windows."""
-    return sorted(candidates, key=lambda c: (-c.score, -c.similarity, c.id.memory_key, c.id.namespace,
-                                             c.id.agent, c.id.session_id, -c.id.version))  # fmt: skip
+    return sorted(
+        candidates,
+        key=lambda c: (
+            -c.score,
+            -c.similarity,
+            c.id.memory_key,
+            c.id.namespace,
+            c.id.agent,
+            c.id.session_id,
+            -c.id.version,
+        ),
+    )
 
 
 def _key_share(c: Candidate, terms: list[str]) -> float:

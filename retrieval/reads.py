@@ -65,9 +65,13 @@ def retired_values(scope: Scope, keys: list[tuple[str, str]]) -> dict[tuple[str,
           AND (namespace, memory_key) IN {pairs:Array(Tuple(String, String))} AND status = 'superseded'
         ORDER BY version DESC
         """,
-        {"org": scope.org, "namespaces": sorted({ns for ns, _ in keys}), "keys": sorted({key for _, key in keys}),
-         "pairs": sorted(set(keys))},
-    )  # fmt: skip
+        {
+            "org": scope.org,
+            "namespaces": sorted({ns for ns, _ in keys}),
+            "keys": sorted({key for _, key in keys}),
+            "pairs": sorted(set(keys)),
+        },
+    )
     retired: dict[tuple[str, str], list[str]] = {}
     for namespace, key, value in rows:
         retired.setdefault((namespace, key), []).append(value)
@@ -169,18 +173,28 @@ def list_keys(
         LIMIT {{limit:UInt32}}
         """,
         _params(
-            scope, type=memory_type, agent=agent, prefix=key_prefix or "", after_sort=after_sort,
-            after_key=after_key, limit=limit + 1,
-        ),  # fmt: skip
+            scope,
+            type=memory_type,
+            agent=agent,
+            prefix=key_prefix or "",
+            after_sort=after_sort,
+            after_key=after_key,
+            limit=limit + 1,
+        ),
     )
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = _encode(order, rows[-1]["sort_value"], rows[-1]["memory_key"]) if more else None
     items = [
-        {"memory_key": row["memory_key"], "memory_type": row["newest_type"], "rows": row["rows"],
-         "version": row["newest_version"], "updated_at": row["newest_update"]}
+        {
+            "memory_key": row["memory_key"],
+            "memory_type": row["newest_type"],
+            "rows": row["rows"],
+            "version": row["newest_version"],
+            "updated_at": row["newest_update"],
+        }
         for row in rows
-    ]  # fmt: skip
+    ]
     return Page(items=items, next_cursor=next_cursor)
 
 
@@ -232,9 +246,10 @@ def timeline(
         ORDER BY at {direction}, memory_key, agent, session_id
         LIMIT {{top_k:UInt32}}
         """,
-        _params(scope, entity=entity, tags=tags or [], prefix=memory_key_prefix or "", since=since, until=until,
-                top_k=top_k),
-    )  # fmt: skip
+        _params(
+            scope, entity=entity, tags=tags or [], prefix=memory_key_prefix or "", since=since, until=until, top_k=top_k
+        ),
+    )
     return rows, (rows[0]["total"] if rows else 0)
 
 

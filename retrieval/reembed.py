@@ -34,8 +34,10 @@ class Progress:
 
 
 def _scope_sql(org: str | None, namespace: str | None) -> str:
-    return ("AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)}) "
-            "AND ({namespace:Nullable(String)} IS NULL OR namespace = {namespace:Nullable(String)})")  # fmt: skip
+    return (
+        "AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)}) "
+        "AND ({namespace:Nullable(String)} IS NULL OR namespace = {namespace:Nullable(String)})"
+    )
 
 
 # The rows a run works on: another model's, not yet re-embedded; with --key-only, the served model's own.
@@ -66,8 +68,13 @@ def key_only_count(org: str | None = None, namespace: str | None = None) -> int:
     )
 
 
-def run(org: str | None = None, namespace: str | None = None, batch_size: int = 200, resume: str | None = None,
-        key_only: bool = False) -> Iterator[Progress]:  # fmt: skip
+def run(
+    org: str | None = None,
+    namespace: str | None = None,
+    batch_size: int = 200,
+    resume: str | None = None,
+    key_only: bool = False,
+) -> Iterator[Progress]:
     """Re-embed batch after batch, yielding progress (and the token to resume after it).
 
     `key_only`: redo only the key vectors of rows the served model embedded (after a change to how keys are
@@ -86,9 +93,8 @@ def run(org: str | None = None, namespace: str | None = None, batch_size: int = 
             LIMIT 1 BY org, namespace, memory_key, agent, session_id, version
             LIMIT {{batch:UInt32}}
             """,
-            {"model": served.model_name, "org": org, "namespace": namespace, "batch": batch_size,
-             "after": after},
-        )  # fmt: skip
+            {"model": served.model_name, "org": org, "namespace": namespace, "batch": batch_size, "after": after},
+        )
         if not rows:
             return
         off = customer.switched_off_orgs()
@@ -132,18 +138,36 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
     passages = [write.passages(value) for value in values]
     contexts = write.turn_contexts(org, namespace, [{**row, "value": value} for row, value in zip(rows, values)])
     with customer.for_org(org, namespace, feature="reembed"):
-        vectors = write.embed_rows(served, [(v, row["memory_key"], cut, context)
-                                            for v, row, cut, context in zip(values, rows, passages, contexts)])  # fmt: skip
+        vectors = write.embed_rows(
+            served,
+            [(v, row["memory_key"], cut, context) for v, row, cut, context in zip(values, rows, passages, contexts)],
+        )
     fresh, chunks = [], []
     for row, cut, (head, key, chunk_vectors) in zip(rows, passages, vectors):
-        fresh.append({**row, "embedding_model": served.model_name, "embedding_dim": served.dim,
-                      "value_vector": head, "key_vector": key})  # fmt: skip
+        fresh.append(
+            {
+                **row,
+                "embedding_model": served.model_name,
+                "embedding_dim": served.dim,
+                "value_vector": head,
+                "key_vector": key,
+            }
+        )
         chunks += [
-            {**{name: row[name] for name in IDENTITY}, "embedding_model": served.model_name, "chunk_index": index,
-             "revision": row["revision"], "status": row["status"], "start_char": start, "text": passage,
-             "embedding_dim": served.dim, "vector": chunk_vectors[index], "created_at": row["created_at"]}
+            {
+                **{name: row[name] for name in IDENTITY},
+                "embedding_model": served.model_name,
+                "chunk_index": index,
+                "revision": row["revision"],
+                "status": row["status"],
+                "start_char": start,
+                "text": passage,
+                "embedding_dim": served.dim,
+                "vector": chunk_vectors[index],
+                "created_at": row["created_at"],
+            }
             for index, (start, passage) in enumerate(cut)
-        ]  # fmt: skip
+        ]
     clickhouse.insert("memory_chunks", chunks)
     clickhouse.insert("memory_embeddings", fresh)
     active = [row for row in fresh if row["status"] == "active"]

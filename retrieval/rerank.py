@@ -72,7 +72,9 @@ def apply(scope: Scope, name: str, query: str, ranked: list[Candidate], degraded
     head = [c for c in ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS] if c.row is not None]
     if len(head) < 2:
         return ranked
-    documents = [(c.chunk["text"] if c.source == "chunk" and c.chunk else c.row["value"])[:DOCUMENT_CHARS] for c in head]
+    documents = [
+        (c.chunk["text"] if c.source == "chunk" and c.chunk else c.row["value"])[:DOCUMENT_CHARS] for c in head
+    ]
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "rerank"):
             order = _order(name, query, documents)
@@ -126,8 +128,12 @@ def _endpoint_order(url: str, model: str, key: str, query: str, documents: list[
 
     def send():
         try:
-            answer = _http().post(url, json=body, timeout=settings.LOOM_RERANK_TIMEOUT_S,
-                                  headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+            answer = _http().post(
+                url,
+                json=body,
+                timeout=settings.LOOM_RERANK_TIMEOUT_S,
+                headers={"Authorization": f"Bearer {key}"} if key else {},
+            )
         except httpx2.TimeoutException as exc:
             raise TimedOut() from exc
         except httpx2.TransportError as exc:
@@ -152,8 +158,14 @@ def _llm_order(model: str, query: str, documents: list[str]) -> list[int]:
         raise Unavailable("fake_llm")  # an echo orders nothing
     passages = "\n\n".join(f"[{number}] {text}" for number, text in enumerate(documents, 1))
     call = contextvars.copy_context().run  # the call's org and the op's cost meter go with it
-    asked = _side.submit(call, client.complete, LLM_PROMPT, f"Question: {query}\n\nPassages:\n{passages}",
-                         max_tokens=400, response_format={"type": "json_object"})  # fmt: skip
+    asked = _side.submit(
+        call,
+        client.complete,
+        LLM_PROMPT,
+        f"Question: {query}\n\nPassages:\n{passages}",
+        max_tokens=400,
+        response_format={"type": "json_object"},
+    )
     try:
         answer = asked.result(timeout=settings.LOOM_RERANK_LLM_TIMEOUT_S)
     except FutureTimeout:
@@ -185,8 +197,9 @@ def _reordered(ranked: list[Candidate], head: list[Candidate], order: list[int])
     scores = [c.score for c in head]
     for position, was in enumerate(positions):
         c = head[was]
-        c.components.update(rerank_from=float(was + 1), rerank_pos=float(position + 1),
-                            rerank_delta=float(was - position))  # fmt: skip
+        c.components.update(
+            rerank_from=float(was + 1), rerank_pos=float(position + 1), rerank_delta=float(was - position)
+        )
         if changed:
             c.components["rank_score_pre_rerank"] = c.score
             c.score = scores[position]

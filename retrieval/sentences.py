@@ -25,7 +25,7 @@ def pieces(text: str) -> list[str]:
     """What a value's vector is made of: its sentences of MIN_WORDS or more, each with the value's leading label,
     when it has two or more; else the text itself."""
     label = match.group(0) if (match := _LABEL.match(text)) else ""
-    sentences = [s.strip() for s in _BREAK.split(text[len(label):]) if len(s.split()) >= MIN_WORDS]
+    sentences = [s.strip() for s in _BREAK.split(text[len(label) :]) if len(s.split()) >= MIN_WORDS]
     if len(sentences) < 2:
         return [text]
     return [label + sentence for sentence in sentences[:MAX_SENTENCES]]

@@ -14,9 +14,24 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.conf import settings
 
-from retrieval import abstain, clickhouse, eligibility, fusion, names, namespaces, paging, rank, trace, usage, window
+from retrieval import (
+    abstain,
+    clickhouse,
+    eligibility,
+    fusion,
+    names,
+    namespaces,
+    paging,
+    rank,
+    rerank,
+    spelling,
+    thresholds,
+    trace,
+    usage,
+    vector_mirror,
+    window,
+)
 from retrieval import query as query_text
-from retrieval import rerank, spelling, thresholds, vector_mirror
 from retrieval.errors import Refusal
 from retrieval.legs import Context
 from retrieval.legs import entity as entity_leg
@@ -124,11 +139,11 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     served = window.shape(order, ctx.plan, prepared.floor)
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
-    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names,
-                            prepared.cosine)  # fmt: skip
+    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
     result = SearchResult(
-        hits=hits(served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens,
-                  request.explain),
+        hits=hits(
+            served, scope.namespace, ctx.plan.bodies, ctx.plan.floor_mode, ctx.plan.body_budget_tokens, request.explain
+        ),
         abstain=verdict.abstain,
         abstain_code=verdict.code,
         abstain_reason=verdict.reason,
@@ -174,12 +189,22 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
         rows.append((c, boost, c.similarity + boost))
     rows.sort(key=lambda r: (-r[2], -r[0].similarity, r[0].id))
     traced = [
-        {"memory_key": c.id.memory_key, "namespace": c.id.namespace, "agent": c.id.agent,
-         "session_id": c.id.session_id, "version": c.id.version, "distance": round(1 - c.similarity, 6),
-         "similarity": round(c.similarity, 6), "entity_boost": boost, "rank_score": round(score, 6),
-         "rank": position, "source": c.source, "below_threshold": c.similarity < prepared.floor}
+        {
+            "memory_key": c.id.memory_key,
+            "namespace": c.id.namespace,
+            "agent": c.id.agent,
+            "session_id": c.id.session_id,
+            "version": c.id.version,
+            "distance": round(1 - c.similarity, 6),
+            "similarity": round(c.similarity, 6),
+            "entity_boost": boost,
+            "rank_score": round(score, 6),
+            "rank": position,
+            "source": c.source,
+            "below_threshold": c.similarity < prepared.floor,
+        }
         for position, (c, boost, score) in enumerate(rows[: ctx.plan.top_k], 1)
-    ]  # fmt: skip
+    ]
     return {
         "hits": traced,
         "candidates_total": len(candidates),
@@ -217,7 +242,10 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
     cosine = vector is not None
     if not cosine:
-        vector, floor = np.zeros(embedder.dim, dtype=np.float32), 0.0  # candidates still read their rank columns; no cosine to floor
+        vector, floor = (
+            np.zeros(embedder.dim, dtype=np.float32),
+            0.0,
+        )  # candidates still read their rank columns; no cosine to floor
     cue = shape.date
     dated = None  # the window the temporal leg reads: temporal mode keeps only its rows, other modes add them
     if plan.mode == "temporal" and cue is not None:
@@ -271,7 +299,7 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
         try:
             known.update(asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started))))
             spelling.succeeded(scope.org, scope.namespace)
-        except Exception as exc:  # noqa: BLE001 -- a lookup that fails costs the rewrite, never the search
+        except Exception as exc:
             spelling.failed(scope.org, scope.namespace, exc)
             work.query_spellings_skipped = True
     if known:
@@ -318,20 +346,24 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
         return
     by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
     unread = [c for c in candidates if c.id not in by_id]
-    rows = clickhouse.query(
-        f"""
+    rows = (
+        clickhouse.query(
+            f"""
         SELECT {HIT_COLUMNS} FROM memories
         WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}
           AND memory_key IN {{keys:Array(String)}}
           AND (namespace, memory_key, agent, session_id, version) IN {{ids:{eligibility.IDENTITY_TYPE}}}
         """,
-        {
-            "org": org,
-            "namespaces": sorted({c.id.namespace for c in unread}),
-            "keys": sorted({c.id.memory_key for c in unread}),
-            "ids": [c.id.as_tuple() for c in unread],
-        },
-    ) if unread else []  # fmt: skip
+            {
+                "org": org,
+                "namespaces": sorted({c.id.namespace for c in unread}),
+                "keys": sorted({c.id.memory_key for c in unread}),
+                "ids": [c.id.as_tuple() for c in unread],
+            },
+        )
+        if unread
+        else []
+    )
     for row in rows:
         held = by_id.get(rid := row_id(row))
         if held is None or row["revision"] > held["revision"]:
@@ -340,8 +372,9 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
         c.row = by_id.get(c.id)
 
 
-def hits(served: list[Candidate], home: str, bodies: str, floor_mode: str, budget_tokens: int | None,
-         explain: bool) -> list[dict]:  # fmt: skip
+def hits(
+    served: list[Candidate], home: str, bodies: str, floor_mode: str, budget_tokens: int | None, explain: bool
+) -> list[dict]:
     """The served window as the caller reads it, bodies cut to `bodies`, floor_mode and the token budget."""
     budget = budget_tokens * 4 if budget_tokens else None  # ~4 characters a token
     out = []
@@ -358,9 +391,7 @@ def hits(served: list[Candidate], home: str, bodies: str, floor_mode: str, budge
         if c.id.namespace != home:
             components["foreign"] = 1.0
         if not explain:
-            components = {
-                k: v for k, v in components.items() if k in ALWAYS_COMPONENTS or (k in MAIN_COMPONENTS and v)
-            }
+            components = {k: v for k, v in components.items() if k in ALWAYS_COMPONENTS or (k in MAIN_COMPONENTS and v)}
         out.append(
             {
                 "memory_key": c.id.memory_key,
@@ -521,14 +552,20 @@ def _hyde(scope: Scope, ctx: Context, pool: Pool, gates: Gates, degraded: list[s
         degraded.append("hyde:failed")
         return False
     found = Pool()
-    run_legs(replace(ctx, vector=np.asarray(vector, dtype=np.float32), plan=replace(ctx.plan, legs={"vector"})), found, degraded, {})
+    run_legs(
+        replace(ctx, vector=np.asarray(vector, dtype=np.float32), plan=replace(ctx.plan, legs={"vector"})),
+        found,
+        degraded,
+        {},
+    )
     for rid, candidate in found.items():
         pool.add(rid, {"hyde_similarity": candidate.fact_similarity}, None, candidate.meta)
     return True
 
 
-def _reranked(scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates, degraded: list[str],
-              clock: _Clock) -> list[Candidate]:  # fmt: skip
+def _reranked(
+    scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates, degraded: list[str], clock: _Clock
+) -> list[Candidate]:
     """The pool in the reranker's order; the abstain gates keep reading the fused one."""
     top = max((c.similarity for c in ranked), default=0.0)
     if note := rerank.skipped(ctx.plan.rerank, top, gates.rerank_skip):

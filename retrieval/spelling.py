@@ -112,8 +112,11 @@ def lookup(org: str, namespace: str, words: list[str]) -> dict[str, str]:
 
 def _spelling(word: str, rows_by_spelling: dict[str, int]) -> str | None:
     plain = sum(n for spelling, n in rows_by_spelling.items() if spelling in (word, word.capitalize()))
-    identifiers = [(n, spelling) for spelling, n in rows_by_spelling.items()
-                   if spelling.lower() == word and any(c.isupper() for c in spelling[1:])]  # fmt: skip
+    identifiers = [
+        (n, spelling)
+        for spelling, n in rows_by_spelling.items()
+        if spelling.lower() == word and any(c.isupper() for c in spelling[1:])
+    ]
     if not identifiers:
         return None
     rows, spelling = max(identifiers, key=lambda found: (found[0], found[1]))  # ties: one answer, always the same

@@ -86,8 +86,11 @@ def in_force(org: str, namespace: str, embedding_model: str) -> tuple[Gates, cal
     if not adaptive(embedding_model):
         return scalar(), None
     try:
-        own = _cached(("namespace", clickhouse.target(), org, namespace, embedding_model), NAMESPACE_CACHE_SECONDS,
-                      lambda: calibration.namespace_stored(org, namespace, embedding_model))  # fmt: skip
+        own = _cached(
+            ("namespace", clickhouse.target(), org, namespace, embedding_model),
+            NAMESPACE_CACHE_SECONDS,
+            lambda: calibration.namespace_stored(org, namespace, embedding_model),
+        )
         cluster = _cluster(embedding_model)
     except clickhouse.ClickHouseUnavailable as exc:
         log.warning("calibration unreadable, serving the scalar gates: %s", exc)
@@ -128,8 +131,11 @@ def health() -> dict:
     if not adaptive(model):
         return {"enabled": False, "tier": "scalar", "calibration_hash": None}
     found = _cluster(model)
-    return {"enabled": True, "tier": "cluster" if found else "scalar",
-            "calibration_hash": found.calibration_hash if found else None}  # fmt: skip
+    return {
+        "enabled": True,
+        "tier": "cluster" if found else "scalar",
+        "calibration_hash": found.calibration_hash if found else None,
+    }
 
 
 def forget() -> None:
@@ -142,8 +148,13 @@ def _gates(tier: str, found: calibration.Calibration, below: Gates | None = None
     gates = {name: found.gates[name] for name in calibration.GATES}
     if below is not None:
         gates = {name: getattr(below, name) if math.isnan(value) else value for name, value in gates.items()}
-    return Gates(tier=tier, **gates, calibration_hash=found.calibration_hash, calibrated_at=found.created_at,
-                 abstain_source=tier if below is None or not math.isnan(found.gates["abstain"]) else below.tier)
+    return Gates(
+        tier=tier,
+        **gates,
+        calibration_hash=found.calibration_hash,
+        calibrated_at=found.created_at,
+        abstain_source=tier if below is None or not math.isnan(found.gates["abstain"]) else below.tier,
+    )
 
 
 _copies: dict[tuple, tuple[float, calibration.Calibration | None]] = {}
@@ -162,8 +173,9 @@ def _cached(key: tuple, max_age: float, read):
 
 def _cluster(model: str) -> calibration.Calibration | None:
     target = clickhouse.target()
-    found = _cached(("cluster", target, model), settings.LOOM_CALIBRATION_REFRESH_SECONDS,
-                    lambda: calibration.stored(model))  # fmt: skip
+    found = _cached(
+        ("cluster", target, model), settings.LOOM_CALIBRATION_REFRESH_SECONDS, lambda: calibration.stored(model)
+    )
     if found is None and model == get_embedder().model_name:
         with _lock:
             last = _probed_at.get((target, model))
@@ -181,7 +193,7 @@ def _boot_probe(target: str) -> None:
         if calibration.stored(embedder.model_name) is None:
             calibration.publish(calibration.probe(embedder, "boot"))
         forget()
-    except Exception as exc:  # noqa: BLE001 -- a failed probe serves the scalars; the next refresh tries again
+    except Exception as exc:
         log.warning("calibration probe of %s failed: %s", embedder.model_name, exc)
     finally:
         clickhouse.release_thread()

@@ -57,8 +57,17 @@ _FILTER = """
 
 def _params(scope: Scope, since, until, op, abstain, risk, **more) -> dict:
     mine = None if scope.role >= Role.ADMIN else scope.subject
-    return {"org": scope.org, "namespace": scope.namespace, "caller": mine, "since": since, "until": until,
-            "op": op, "abstain": abstain, "risk": risk, **more}  # fmt: skip
+    return {
+        "org": scope.org,
+        "namespace": scope.namespace,
+        "caller": mine,
+        "since": since,
+        "until": until,
+        "op": op,
+        "abstain": abstain,
+        "risk": risk,
+        **more,
+    }
 
 
 def read(

@@ -28,11 +28,19 @@ def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: s
     return clickhouse.insert(
         "memory_usage",
         [
-            {"org": scope.org, "namespace": scope.namespace, "memory_key": key, "event": outcome,
-             "weight": weight, "run_id": run_id, "actor": scope.subject, "created_at": now}
+            {
+                "org": scope.org,
+                "namespace": scope.namespace,
+                "memory_key": key,
+                "event": outcome,
+                "weight": weight,
+                "run_id": run_id,
+                "actor": scope.subject,
+                "created_at": now,
+            }
             for key in dict.fromkeys(keys)
         ],
-    )  # fmt: skip
+    )
 
 
 def earned(org: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]:

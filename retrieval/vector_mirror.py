@@ -35,7 +35,6 @@ from django.conf import settings
 from retrieval import clickhouse, native, text
 from retrieval.pool import META, RowId, row_id
 
-
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -173,7 +172,6 @@ class Vectors:
         ordered = sorted(chosen, key=lambda i: (-float(best[i]), _name(self.ids[i])))[:pool]
         return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
 
-
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
         """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
         orders them), each with how far it is off the middle in seconds."""
@@ -199,9 +197,14 @@ class Vectors:
                 value, valid_at, created_at = self.shown[at]
                 meta = self.meta[at]
                 found[rid] = {
-                    **rid._asdict(), "status": "active", "superseded_by": 0, "value": value, "valid_at": valid_at,
-                    "created_at": created_at, **{name: meta[name] for name in SHOWN_META},
-                }  # fmt: skip
+                    **rid._asdict(),
+                    "status": "active",
+                    "superseded_by": 0,
+                    "value": value,
+                    "valid_at": valid_at,
+                    "created_at": created_at,
+                    **{name: meta[name] for name in SHOWN_META},
+                }
         return found
 
     def nearest(self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> list[tuple[str, float] | None]:
@@ -366,8 +369,18 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
     )
     if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
         return None
-    columns = ("namespace", "memory_key", "agent", "session_id", "version", "value_vector", "key_vector",
-               "duplicate_of", "user_id", "run_id") + META  # fmt: skip
+    columns = (
+        "namespace",
+        "memory_key",
+        "agent",
+        "session_id",
+        "version",
+        "value_vector",
+        "key_vector",
+        "duplicate_of",
+        "user_id",
+        "run_id",
+    ) + META
     types = clickhouse.column_types("memory_embeddings")
     rows = clickhouse.query_decoded(
         f"""

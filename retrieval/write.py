@@ -120,8 +120,11 @@ class _IdentityLocks:
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
     """Store a batch, all or nothing. Raises Refusal before storing anything."""
     users = {item.user_id for item in items}  # a batch for one user names it to the gateway
-    with _IdentityLocks(scope, [item.memory_key for item in items]), customer.for_org(
-        scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
+    with (
+        _IdentityLocks(scope, [item.memory_key for item in items]),
+        customer.for_org(
+            scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
+        ),
     ):
         current = _active_rows(scope, {item.memory_key for item in items})
         now = datetime.now(UTC)
@@ -162,9 +165,15 @@ class _Plan:
 def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
     if not changes:
         result = WriteResult(
-            *item.identity, "unchanged", previous["version"], None, previous["sensitivity"], reason,
-            previous["embedding_model"], previous["chunk_count"],
-        )  # fmt: skip
+            *item.identity,
+            "unchanged",
+            previous["version"],
+            None,
+            previous["sensitivity"],
+            reason,
+            previous["embedding_model"],
+            previous["chunk_count"],
+        )
         return _Plan(item, previous, result)
     embedded = level != "high"
     model = get_embedder().model_name if embedded else ""
@@ -191,9 +200,15 @@ def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
         updated_at=now,
     )
     result = WriteResult(
-        *item.identity, "updated" if previous else "created", version,
-        previous["version"] if previous else None, level, reason, model, len(chunks),
-    )  # fmt: skip
+        *item.identity,
+        "updated" if previous else "created",
+        version,
+        previous["version"] if previous else None,
+        level,
+        reason,
+        model,
+        len(chunks),
+    )
     return _Plan(item, previous, result, row=row, chunks=chunks)
 
 
@@ -226,8 +241,13 @@ def _embed(scope: Scope, plans: list[_Plan]) -> bool:
         return True
     contexts = turn_contexts(scope.org, scope.namespace, [plan.row for plan in todo])
     try:
-        vectors = embed_rows(get_embedder(), [(plan.row["value"], plan.row["memory_key"], plan.chunks, context)
-                                              for plan, context in zip(todo, contexts)])  # fmt: skip
+        vectors = embed_rows(
+            get_embedder(),
+            [
+                (plan.row["value"], plan.row["memory_key"], plan.chunks, context)
+                for plan, context in zip(todo, contexts)
+            ],
+        )
     except customer.SWITCHED as exc:  # stored with stubs; embed_pending embeds them later
         log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
         return False
@@ -298,13 +318,22 @@ def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None
           AND session_id IN {sessions:Array(String)} AND version < {before:UInt64}
         ORDER BY session_id, version
         """,
-        {"org": org, "namespace": namespace, "sessions": sorted({rows[at]["session_id"] for at in wanted}),
-         "before": max(rows[at]["version"] for at in wanted)},
-    )  # fmt: skip
+        {
+            "org": org,
+            "namespace": namespace,
+            "sessions": sorted({rows[at]["session_id"] for at in wanted}),
+            "before": max(rows[at]["version"] for at in wanted),
+        },
+    )
     for at in wanted:
         row = rows[at]
-        earlier = [s for s in stored if s["session_id"] == row["session_id"] and s["version"] < row["version"]
-                   and s["memory_key"] != row["memory_key"]]  # fmt: skip
+        earlier = [
+            s
+            for s in stored
+            if s["session_id"] == row["session_id"]
+            and s["version"] < row["version"]
+            and s["memory_key"] != row["memory_key"]
+        ]
         out[at] = earlier[-1]["value"] if earlier else None
     return out
 
@@ -337,8 +366,9 @@ def _judge(scope: Scope, plans: list[_Plan]) -> None:
     sims = _earlier_in_batch(vectors, keys, scopes)
     best = sims.argmax(axis=1).tolist()
     canonical = np.ones(len(todo), dtype=bool)  # a duplicate is never a canonical
-    stored_values = _values(scope, [(hit[0], scopes[i]) for i, hit in enumerate(nearest)
-                                    if hit is not None and hit[1] >= gates.duplicate])  # fmt: skip
+    stored_values = _values(
+        scope, [(hit[0], scopes[i]) for i, hit in enumerate(nearest) if hit is not None and hit[1] >= gates.duplicate]
+    )
     for i, (plan, hit) in enumerate(zip(todo, nearest)):
         j = best[i]
         if not canonical[j]:  # rare: look again among the canonical rows
@@ -350,12 +380,20 @@ def _judge(scope: Scope, plans: list[_Plan]) -> None:
             continue
         key, similarity = hit
         # A near copy that differs in a number, version, date, identifier or name is another fact.
-        if similarity >= gates.duplicate and value is not None and names.markers(value) == names.markers(plan.row["value"]):
+        if (
+            similarity >= gates.duplicate
+            and value is not None
+            and names.markers(value) == names.markers(plan.row["value"])
+        ):
             plan.row["duplicate_of"] = plan.result.duplicate_of = key
             canonical[i] = False
         elif similarity >= gates.conflict:
-            verdict = {"memory_key": key, "similarity": round(similarity, 4), "threshold": gates.conflict,
-                       "tier": gates.tier}  # fmt: skip
+            verdict = {
+                "memory_key": key,
+                "similarity": round(similarity, 4),
+                "threshold": gates.conflict,
+                "tier": gates.tier,
+            }
             plan.row["conflict_verdict"] = json.dumps(verdict)
             plan.result.conflict_verdict = verdict
 
@@ -385,8 +423,9 @@ def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple])
     return np.where(allowed, vectors @ vectors.T, -np.inf)
 
 
-def _nearest_stored(scope: Scope, model: str, vectors: np.ndarray, keys: list[str],
-                    scopes: list[tuple]) -> list[tuple[str, float] | None] | None:  # fmt: skip
+def _nearest_stored(
+    scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+) -> list[tuple[str, float] | None] | None:
     """Each vector's nearest stored row: from the vector mirror when it is loaded, else a ClickHouse scan; None when
     the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
     mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
@@ -397,8 +436,12 @@ def _nearest_stored(scope: Scope, model: str, vectors: np.ndarray, keys: list[st
         if stored == 0:
             return [None] * len(keys)
         if len(keys) * stored > settings.LOOM_WRITE_GATES_MAX_PAIRS:
-            log.warning("write gates skipped for %d rows of %s/%s: over LOOM_WRITE_GATES_MAX_PAIRS",
-                        len(keys), scope.org, scope.namespace)  # fmt: skip
+            log.warning(
+                "write gates skipped for %d rows of %s/%s: over LOOM_WRITE_GATES_MAX_PAIRS",
+                len(keys),
+                scope.org,
+                scope.namespace,
+            )
             return None
         return _nearest_in_clickhouse(scope, model, vectors, keys, scopes)
     except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
@@ -408,19 +451,25 @@ def _nearest_stored(scope: Scope, model: str, vectors: np.ndarray, keys: list[st
 
 def _live_rows(scope: Scope) -> int:
     """The namespace's live row count, from the BM25 corpus statistics (summed live)."""
-    return clickhouse.query_value(
-        "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
-        "AND field = 'value'",
-        {"org": scope.org, "namespace": scope.namespace},
-    ) or 0
+    return (
+        clickhouse.query_value(
+            "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
+            "AND field = 'value'",
+            {"org": scope.org, "namespace": scope.namespace},
+        )
+        or 0
+    )
 
 
-def _nearest_in_clickhouse(scope: Scope, model: str, vectors: np.ndarray, keys: list[str],
-                           scopes: list[tuple]) -> list[tuple[str, float] | None]:  # fmt: skip
+def _nearest_in_clickhouse(
+    scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+) -> list[tuple[str, float] | None]:
     """For each vector, the most similar live row of another key in its write scope: one scan of the namespace's
     vectors, joined to the batch by scope (so only pairs within a scope are scored)."""
     live = Eligibility(["active"])
-    batch_scope = ", ".join(f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in vector_mirror.SCOPE)
+    batch_scope = ", ".join(
+        f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in vector_mirror.SCOPE
+    )
     same_scope = " AND ".join(f"{name} = b_{name}" for name in vector_mirror.SCOPE)
     rows = clickhouse.query(
         f"""
@@ -436,10 +485,18 @@ def _nearest_in_clickhouse(scope: Scope, model: str, vectors: np.ndarray, keys: 
         )
         GROUP BY i
         """,
-        {"org": scope.org, "namespaces": [scope.namespace], "model": model, "statuses": live.statuses,
-         "n": len(keys), "dim": vectors.shape[1], "vectors": vectors.ravel(), "keys": keys,
-         **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)}},
-    )  # fmt: skip
+        {
+            "org": scope.org,
+            "namespaces": [scope.namespace],
+            "model": model,
+            "statuses": live.statuses,
+            "n": len(keys),
+            "dim": vectors.shape[1],
+            "vectors": vectors.ravel(),
+            "keys": keys,
+            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
+        },
+    )
     found = {row["i"]: (row["key"], row["best"]) for row in rows}
     return [found.get(i + 1) for i in range(len(keys))]
 
@@ -506,11 +563,20 @@ def _chunk_rows(plan: _Plan, revision: int, now: datetime) -> list[dict]:
     row = plan.row
     ident = {k: row[k] for k in _IDENTITY}
     return [
-        {**ident, "embedding_model": row["embedding_model"], "chunk_index": index, "revision": revision,
-         "status": ACTIVE, "start_char": start, "text": passage, "embedding_dim": len(vector), "vector": vector,
-         "created_at": now}
+        {
+            **ident,
+            "embedding_model": row["embedding_model"],
+            "chunk_index": index,
+            "revision": revision,
+            "status": ACTIVE,
+            "start_char": start,
+            "text": passage,
+            "embedding_dim": len(vector),
+            "vector": vector,
+            "created_at": now,
+        }
         for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors))
-    ]  # fmt: skip
+    ]
 
 
 def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
@@ -520,8 +586,9 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
     superseded meanwhile keeps its status. The new vector rows carry a newer
     revision, so they replace the stubs. Returns how many rows were embedded.
     """
-    with _IdentityLocks(scope, [stub[0] for stub in stubs]), customer.for_org(
-        scope.org, scope.namespace, scope.subject, "embed_pending"
+    with (
+        _IdentityLocks(scope, [stub[0] for stub in stubs]),
+        customer.for_org(scope.org, scope.namespace, scope.subject, "embed_pending"),
     ):
         live = _active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
@@ -550,10 +617,17 @@ def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
     out = []
     for name, counts in (("value", text.value_terms(row["value"])), ("key", text.key_terms(row["memory_key"]))):
         out.append(
-            {**ident, "field": name, "revision": revision, "status": status, "sign": sign,
-             "terms": " ".join(counts), "tfs": list(counts.values()),
-             "doc_len": sum(counts.values())}
-        )  # fmt: skip
+            {
+                **ident,
+                "field": name,
+                "revision": revision,
+                "status": status,
+                "sign": sign,
+                "terms": " ".join(counts),
+                "tfs": list(counts.values()),
+                "doc_len": sum(counts.values()),
+            }
+        )
     return out
 
 
@@ -574,9 +648,14 @@ class _Graph:
             subject, obj = subject.lower(), obj.lower()
             pairs |= {(subject, obj, relation), (obj, subject, relation)}
             self.triples.append(
-                {**base, "subject": subject, "relation": relation, "object": obj,
-                 "relation_terms": list(text.value_terms(relation))}
-            )  # fmt: skip
+                {
+                    **base,
+                    "subject": subject,
+                    "relation": relation,
+                    "object": obj,
+                    "relation_terms": list(text.value_terms(relation)),
+                }
+            )
         self.edges += [{**base, "src": a, "dst": b, "relation": rel} for a, b, rel in sorted(pairs)]
 
     def insert(self):

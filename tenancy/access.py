@@ -36,9 +36,11 @@ class Principal:
     def of_membership(cls, membership) -> "Principal":
         """A dashboard user in one of their orgs: every namespace of it, at the membership's role."""
         return cls(
-            org=membership.org.name, role=membership.role_enum, namespaces=None,
+            org=membership.org.name,
+            role=membership.role_enum,
+            namespaces=None,
             subject=f"human:{membership.user.get_username()}",
-        )  # fmt: skip
+        )
 
     def may_read(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
@@ -65,17 +67,19 @@ def authorize(principal: Principal, org: str | None, namespace: str, needs: Role
     if not NAME_PATTERN.match(namespace):
         raise Refusal("INVALID_NAMESPACE", f"namespace must be {NAME_RULE}", "namespace")
     if not principal.may_read(namespace):
-        raise Refusal(
-            "NAMESPACE_FORBIDDEN", f"this token is not scoped to namespace {namespace!r}", "namespace"
-        )
+        raise Refusal("NAMESPACE_FORBIDDEN", f"this token is not scoped to namespace {namespace!r}", "namespace")
     if principal.role < needs:
         raise Refusal(
             "ROLE_FORBIDDEN", f"this operation needs the {needs.label} role; the token has {principal.role.label}"
         )
     return Scope(
-        org=principal.org, namespace=namespace, role=principal.role, subject=principal.subject,
-        namespaces=principal.namespaces, read_scope=principal.read_scope,
-    )  # fmt: skip
+        org=principal.org,
+        namespace=namespace,
+        role=principal.role,
+        subject=principal.subject,
+        namespaces=principal.namespaces,
+        read_scope=principal.read_scope,
+    )
 
 
 def authorize_org(principal: Principal, org: str | None, needs: Role) -> Scope:

@@ -59,9 +59,14 @@ class ApiToken(models.Model):
         prefix = secrets.token_hex(4)
         token = f"loom_{prefix}_{secrets.token_urlsafe(32)}"
         row = cls.objects.create(
-            org=org, name=name, prefix=prefix, digest=_digest(token), role=role.label,
-            namespaces=sorted(set(namespaces)), read_scope=read_scope,
-        )  # fmt: skip
+            org=org,
+            name=name,
+            prefix=prefix,
+            digest=_digest(token),
+            role=role.label,
+            namespaces=sorted(set(namespaces)),
+            read_scope=read_scope,
+        )
         return row, token
 
     @classmethod

@@ -33,7 +33,7 @@ class Server:
         self.http_port, self.tcp_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
         data, work = os.path.join(root, "data"), os.path.join(root, "work")
-        self.log = open(os.path.join(root, "server.log"), "wb")
+        self.log = open(os.path.join(root, "server.log"), "wb")  # noqa: SIM115 -- the server's, closed in stop()
         self.process = subprocess.Popen(
             [sys.executable, __file__, str(self.http_port), str(self.tcp_port), data, work],
             stdout=self.log,

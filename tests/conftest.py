@@ -191,8 +191,12 @@ def openai_llm(model_server, settings):
 @pytest.fixture
 def anthropic_llm(model_server, settings):
     """The process's LLM is claude-test through the real anthropic SDK, against `model_server`."""
-    yield from _serving_llm(settings, "claude-test", ANTHROPIC_API_KEY="sk-ant-test-key",
-                            ANTHROPIC_BASE_URL=model_server.url.removesuffix("/v1"))  # the SDK adds /v1/messages
+    yield from _serving_llm(
+        settings,
+        "claude-test",
+        ANTHROPIC_API_KEY="sk-ant-test-key",
+        ANTHROPIC_BASE_URL=model_server.url.removesuffix("/v1"),
+    )  # the SDK adds /v1/messages
 
 
 @pytest.fixture(autouse=True)

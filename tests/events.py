@@ -14,10 +14,12 @@ def deploys(count: int = 40) -> list[dict]:
         version = f"v{1 + i % 5}.{(i * 7) % 10}.{i % 4}"
         day = date(2026, 1, 5) + timedelta(days=10 * i)
         outcome = "rolled back" if i % 3 == 0 else "healthy"
-        events.append({
-            "memory_key": f"deploy.{i:02d}",
-            "value": f"{service} {version} deployed by {person} on {day.isoformat()}; {outcome}",
-            "memory_type": "event",
-            "valid_at": f"{day.isoformat()}T12:00:00Z",
-        })  # fmt: skip
+        events.append(
+            {
+                "memory_key": f"deploy.{i:02d}",
+                "value": f"{service} {version} deployed by {person} on {day.isoformat()}; {outcome}",
+                "memory_type": "event",
+                "valid_at": f"{day.isoformat()}T12:00:00Z",
+            }
+        )
     return events

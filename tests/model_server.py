@@ -48,7 +48,7 @@ class ModelServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 with server._lock:
                     server.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
@@ -56,8 +56,11 @@ class ModelServer:
                 if answer.delay_s:
                     threading.Event().wait(answer.delay_s)
                 if answer.status != 200:
-                    error = {"message": answer.message or f"scripted {answer.status}", "code": answer.code,
-                             "param": answer.param}  # fmt: skip
+                    error = {
+                        "message": answer.message or f"scripted {answer.status}",
+                        "code": answer.code,
+                        "param": answer.param,
+                    }
                     return self._send(answer.status, {"error": error}, answer.retry_after)
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, chat_answer(body, answer.content, answer))
@@ -71,10 +74,13 @@ class ModelServer:
                 dim = body.get("dimensions") or 64
                 vectors = FakeEmbedder(dim).embed_many(texts)
                 data = [
-                    {"object": "embedding", "index": i,
-                     "embedding": answer.vector if answer.vector is not None else [float(x) for x in vectors[i]]}
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": answer.vector if answer.vector is not None else [float(x) for x in vectors[i]],
+                    }
                     for i in range(len(texts))
-                ]  # fmt: skip
+                ]
                 usage = {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0}
                 self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
 
@@ -125,8 +131,11 @@ def gemini_answer(body: dict, answer: Answer) -> dict:
     texts = [request["content"]["parts"][0]["text"] for request in body["requests"]]
     dim = body["requests"][0].get("outputDimensionality") or 64
     vectors = FakeEmbedder(dim).embed_many(texts)
-    return {"embeddings": [{"values": answer.vector if answer.vector is not None else [float(x) for x in v]}
-                           for v in vectors]}  # fmt: skip
+    return {
+        "embeddings": [
+            {"values": answer.vector if answer.vector is not None else [float(x) for x in v]} for v in vectors
+        ]
+    }
 
 
 def chat_answer(body: dict, content: str | None = None, answer: Answer | None = None) -> dict:
@@ -135,13 +144,20 @@ def chat_answer(body: dict, content: str | None = None, answer: Answer | None = 
     user = body["messages"][-1]["content"]
     text = content if content is not None else f"{body['model']} says: {user}"
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": answer.finish_reason,
-                     "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()) + answer.reasoning_tokens,
-                  "total_tokens": len(user.split()) + len(text.split()) + answer.reasoning_tokens,
-                  "completion_tokens_details": {"reasoning_tokens": answer.reasoning_tokens}},
-    }  # fmt: skip
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {"index": 0, "finish_reason": answer.finish_reason, "message": {"role": "assistant", "content": text}}
+        ],
+        "usage": {
+            "prompt_tokens": len(user.split()),
+            "completion_tokens": len(text.split()) + answer.reasoning_tokens,
+            "total_tokens": len(user.split()) + len(text.split()) + answer.reasoning_tokens,
+            "completion_tokens_details": {"reasoning_tokens": answer.reasoning_tokens},
+        },
+    }
 
 
 def messages_answer(body: dict, content: str | None = None) -> dict:
@@ -149,11 +165,20 @@ def messages_answer(body: dict, content: str | None = None) -> dict:
     user = body["messages"][-1]["content"]
     text = content if content is not None else f"{body['model']} says: {user}"
     return {
-        "id": "msg_test", "type": "message", "role": "assistant", "model": body["model"],
-        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": len(user.split()), "output_tokens": len(text.split()),
-                  "cache_read_input_tokens": 0, "cache_creation_input_tokens": len(body["system"][0]["text"].split())},
-    }  # fmt: skip
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": len(user.split()),
+            "output_tokens": len(text.split()),
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": len(body["system"][0]["text"].split()),
+        },
+    }
 
 
 NAN = float(np.nan)

@@ -1,6 +1,7 @@
 """Test settings: the real settings, with var/ (SQLite, the embedded ClickHouse) in a temp dir per process."""
 
 import os
+
 from tests.scratch import scratch_dir
 
 os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-test-")

@@ -77,7 +77,7 @@ def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, al
         ({"similar": [["a", "b"]] * 5}, "MISSING_FIELD", "distractors"),
         ({"similar": "a,b", "distractors": [["a", "b"]] * 3}, "INVALID_TYPE", "similar"),
     ],
-)  # fmt: skip
+)
 def test_calibration_run_names_the_bad_field(backend, agent, body, code, field):
     reply = agent.call("calibration.run", body, agent.token)
     assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, code, field)
@@ -95,7 +95,10 @@ def test_a_fake_embedder_keeps_the_scalar_gates(backend, agent, alice):
 
 
 SLA_TIERS = [
-    {"memory_key": "sla.enterprise", "value": "Enterprise SLA: first response within 1 hour, resolution within 8 hours"},
+    {
+        "memory_key": "sla.enterprise",
+        "value": "Enterprise SLA: first response within 1 hour, resolution within 8 hours",
+    },
     {"memory_key": "sla.growth", "value": "Growth SLA: first response within 4 hours, resolution within 24 hours"},
     {"memory_key": "sla.starter", "value": "Starter SLA: first response within 24 hours, resolution within 72 hours"},
 ]
@@ -107,9 +110,11 @@ QUESTION_ANSWER = [
     ["How long are backups kept?", "Backups are kept for 35 days"],
     ["Which editor theme does Lena prefer?", "Lena prefers a dark theme in the editor"],
 ]
-UNRELATED = [["What is the Enterprise SLA?", "The cafeteria serves soup on Fridays"],
-             ["Where is the Berlin office?", "Backups are kept for 35 days"],
-             ["Who leads the platform team?", "Production deploys run on Tuesday mornings"]]  # fmt: skip
+UNRELATED = [
+    ["What is the Enterprise SLA?", "The cafeteria serves soup on Fridays"],
+    ["Where is the Berlin office?", "Backups are kept for 35 days"],
+    ["Who leads the platform team?", "Production deploys run on Tuesday mornings"],
+]
 
 
 def test_question_answer_pairs_never_set_the_write_gates(local_embedder, agent):
@@ -129,6 +134,9 @@ def test_question_answer_pairs_never_set_the_write_gates(local_embedder, agent):
 def test_paraphrase_pairs_set_the_write_gates(local_embedder, agent):
     call_command("recalibrate")
     paraphrases = [list(pair) for pair in probe_corpora.PARAPHRASES[:6]]
-    ran = agent.call("calibration.run", {"similar": QUESTION_ANSWER, "distractors": UNRELATED,
-                                         "paraphrases": paraphrases}, agent.token).json  # fmt: skip
+    ran = agent.call(
+        "calibration.run",
+        {"similar": QUESTION_ANSWER, "distractors": UNRELATED, "paraphrases": paraphrases},
+        agent.token,
+    ).json
     assert ran["inherited"] == [] and ran["gates"]["duplicate"] != calibration.stored("local:minilm").gates["duplicate"]

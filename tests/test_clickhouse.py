@@ -9,9 +9,7 @@ from retrieval import clickhouse, schema
 def test_values_are_bound_not_formatted(backend):
     hostile = "x') OR 1=1; DROP TABLE memories; --"
     assert clickhouse.query_value("SELECT {v:String}", {"v": hostile}) == hostile
-    rows = clickhouse.query(
-        "SELECT count() AS n FROM memories WHERE org = {org:String}", {"org": hostile}
-    )
+    rows = clickhouse.query("SELECT count() AS n FROM memories WHERE org = {org:String}", {"org": hostile})
     assert rows == [{"n": 0}]
     assert clickhouse.query_value("SELECT count() FROM system.tables WHERE name = 'memories'") >= 1
 

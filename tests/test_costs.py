@@ -23,8 +23,10 @@ def org_of(agent) -> str:
 
 
 def test_each_op_that_reaches_the_provider_writes_one_row(backend, openai_embedder, model_server, agent):
-    agent.set({"memory_key": "a", "value": "the deploy window is tuesday"},
-              {"memory_key": "b", "value": "backups run nightly"})  # fmt: skip
+    agent.set(
+        {"memory_key": "a", "value": "the deploy window is tuesday"},
+        {"memory_key": "b", "value": "backups run nightly"},
+    )
     reported = sum(len(text.split()) for seen in model_server.embedding_requests() for text in seen.body["input"])
     agent.search("when is the deploy window")
     agent.search("when is the deploy window")  # the cached query vector reaches no provider
@@ -32,8 +34,11 @@ def test_each_op_that_reaches_the_provider_writes_one_row(backend, openai_embedd
     rows = events(org_of(agent))
     assert [row["op"] for row in rows] == ["memory.set", "memory.search"]
     write = rows[0]
-    assert (write["embedding_tokens"], write["embedding_calls"], write["model"]) == (reported, 1,
-                                                                                    "text-embedding-3-small")  # fmt: skip
+    assert (write["embedding_tokens"], write["embedding_calls"], write["model"]) == (
+        reported,
+        1,
+        "text-embedding-3-small",
+    )
     assert write["upstream_cost_usd"] == pytest.approx(reported * 0.02 / 1_000_000)
 
 

@@ -31,9 +31,14 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path, local, set
 
 @pytest.mark.parametrize(
     "model,provider",
-    [("fake-ngram-64", "fake"), ("local", "local"), ("local:minilm", "local"),
-     ("text-embedding-3-small", "openai"), ("gemini-embedding-001", "gemini")],
-)  # fmt: skip
+    [
+        ("fake-ngram-64", "fake"),
+        ("local", "local"),
+        ("local:minilm", "local"),
+        ("text-embedding-3-small", "openai"),
+        ("gemini-embedding-001", "gemini"),
+    ],
+)
 def test_the_provider_is_inferred_from_the_model_name(model, provider):
     assert embedders.provider_for(model) == provider
 

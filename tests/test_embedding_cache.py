@@ -4,10 +4,9 @@ import threading
 
 import pytest
 
+from retrieval.providers import embedding_cache
 from tests.conftest import Agent
 from tests.model_server import Answer
-
-from retrieval.providers import embedding_cache
 
 
 def queries_sent(model_server) -> list[str]:

@@ -20,8 +20,10 @@ def gemini(model_server, settings):
 
 
 def test_rows_are_embedded_through_gemini_and_found(backend, gemini, model_server, agent):
-    agent.set({"memory_key": "editor", "value": "Dana prefers a dark theme in the editor"},
-              {"memory_key": "lunch", "value": "The cafeteria serves soup on fridays"})  # fmt: skip
+    agent.set(
+        {"memory_key": "editor", "value": "Dana prefers a dark theme in the editor"},
+        {"memory_key": "lunch", "value": "The cafeteria serves soup on fridays"},
+    )
     assert agent.hits("which theme does Dana prefer in the editor")[0] == "editor"
     sent = model_server.embedding_requests()[0]
     assert sent.path == "/v1beta/models/gemini-embedding-001:batchEmbedContents"

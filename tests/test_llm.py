@@ -21,8 +21,11 @@ def ask(get_llm, org, user="what is the deploy window?"):
 
 def test_a_completion_comes_back_with_its_usage(backend, openai_llm, model_server, org):
     result = ask(openai_llm, org)
-    assert (result.text, result.model, result.provider) == ("gpt-test says: what is the deploy window?", "gpt-test",
-                                                            "openai")  # fmt: skip
+    assert (result.text, result.model, result.provider) == (
+        "gpt-test says: what is the deploy window?",
+        "gpt-test",
+        "openai",
+    )
     assert result.input_tokens == 5 and result.output_tokens > 0 and not result.from_cache
     sent = model_server.chat_requests()[0].body
     assert sent["model"] == "gpt-test" and sent["max_completion_tokens"] == 64
@@ -64,8 +67,14 @@ def test_a_field_the_model_refuses_is_learned_and_left_out(backend, openai_llm, 
 
 
 def test_the_output_limit_a_400_names_clamps_every_later_cap(backend, openai_llm, model_server, org):
-    model_server.script(Answer(400, param="max_completion_tokens", message="max_tokens is too large: 100000. This "
-                               "model supports at most 16384 completion tokens, whereas you provided 100000."))
+    model_server.script(
+        Answer(
+            400,
+            param="max_completion_tokens",
+            message="max_tokens is too large: 100000. This "
+            "model supports at most 16384 completion tokens, whereas you provided 100000.",
+        )
+    )
     with customer.for_org(org):
         openai_llm().complete("s", "first", max_tokens=100000)
         openai_llm().complete("s", "second", max_tokens=100000)
@@ -90,8 +99,9 @@ def test_a_call_that_names_no_org_is_refused_before_anything_is_sent(openai_llm,
 
 
 @pytest.mark.parametrize("gateway,expected", [("127.0.0.1", True), ("gateway.example", False)])
-def test_customer_headers_go_only_to_gateway_hosts(backend, openai_llm, openai_embedder, model_server, org, agent,
-                                                   settings, gateway, expected):  # fmt: skip
+def test_customer_headers_go_only_to_gateway_hosts(
+    backend, openai_llm, openai_embedder, model_server, org, agent, settings, gateway, expected
+):
     settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
     settings.LOOM_INFERENCE_FEATURE_HEADER = "X-Loom-Feature"
     settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON = '{"X-Agent": "{subject}", "X-Space": "ns-{namespace}"}'
@@ -122,7 +132,8 @@ def test_health_names_the_fake_llm_and_a_missing_key(call, settings, db):
 
 
 def test_hidden_reasoning_is_reserved_on_top_of_the_cap_and_an_empty_capped_reply_is_sent_again(
-        backend, openai_llm, model_server, org, settings):  # fmt: skip
+    backend, openai_llm, model_server, org, settings
+):
     settings.LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX = 1000
     model_server.script(Answer(reasoning_tokens=300))
     with customer.for_org(org):

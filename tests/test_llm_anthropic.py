@@ -16,8 +16,11 @@ def ask(get_llm, user="what is the deploy window?", **kwargs):
 
 def test_a_completion_comes_back_with_its_usage_and_a_cacheable_system_block(backend, anthropic_llm, model_server):
     result = ask(anthropic_llm, max_tokens=64)
-    assert (result.text, result.provider, result.model) == ("claude-test says: what is the deploy window?",
-                                                            "anthropic", "claude-test")  # fmt: skip
+    assert (result.text, result.provider, result.model) == (
+        "claude-test says: what is the deploy window?",
+        "anthropic",
+        "claude-test",
+    )
     assert result.input_tokens == 5 and result.output_tokens > 0
     assert (result.cached_input_tokens, result.cache_write_tokens) == (0, 2)  # the system block went to the cache
     seen = model_server.chat_requests()[0]
@@ -89,8 +92,9 @@ def test_a_switched_off_org_reaches_no_claude(backend, anthropic_llm, model_serv
 
 
 @pytest.mark.parametrize("gateway, expected", [("127.0.0.1", True), ("gateway.example", False)])
-def test_customer_headers_go_to_claude_only_through_a_gateway(backend, anthropic_llm, model_server, settings,
-                                                              gateway, expected):  # fmt: skip
+def test_customer_headers_go_to_claude_only_through_a_gateway(
+    backend, anthropic_llm, model_server, settings, gateway, expected
+):
     settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
     settings.LOOM_INFERENCE_GATEWAY_HOSTS = [gateway]
     with customer.for_org("acme-gw"):

@@ -30,10 +30,15 @@ def start(var: Path, port: int) -> tuple[subprocess.Popen, str, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
     env["LOOM_VAR_DIR"] = str(var)
     log = var.parent / f"make-run-{port}.log"
-    process = subprocess.Popen(
-        ["make", "--no-print-directory", "run", f"PORT={port}"],
-        cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    with open(log, "wb") as out:  # the server writes to its own copy of the descriptor
+        process = subprocess.Popen(
+            ["make", "--no-print-directory", "run", f"PORT={port}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -6,8 +6,11 @@ from retrieval import clickhouse
 from tests.conftest import Agent
 from tests.model_server import Answer
 
-DEPLOY = {"memory_key": "deploy-policy", "value": "Production deploys are frozen on Fridays after noon",
-          "session_id": "s-7"}  # fmt: skip
+DEPLOY = {
+    "memory_key": "deploy-policy",
+    "value": "Production deploys are frozen on Fridays after noon",
+    "session_id": "s-7",
+}
 OFFSITE = {"memory_key": "offsite", "value": "The company offsite is in Porto this year"}
 QUESTION = "Can we deploy to production on Fridays?"
 
@@ -31,12 +34,15 @@ def test_an_answer_cites_the_memories_it_used(backend, openai_llm, model_server,
     assert body["memory_keys"] == ["deploy-policy"] and body["cited_sessions"] == ["s-7"]  # [7] names no memory
     assert body["answer"] == "No: production deploys are frozen on Fridays after noon [deploy-policy]. See also."
     sent = prompt_of(model_server)
-    assert "<memories>\n[1] deploy-policy" in sent and DEPLOY["value"] in sent and sent.endswith(f"Question: {QUESTION}")
+    assert (
+        "<memories>\n[1] deploy-policy" in sent and DEPLOY["value"] in sent and sent.endswith(f"Question: {QUESTION}")
+    )
     assert "synthesis" in body["stage_ms"]
 
 
-def test_a_model_that_cites_by_key_is_understood_and_other_brackets_are_left_alone(backend, openai_llm, model_server,
-                                                                                  ranker):  # fmt: skip
+def test_a_model_that_cites_by_key_is_understood_and_other_brackets_are_left_alone(
+    backend, openai_llm, model_server, ranker
+):
     ranker.set(DEPLOY)
     model_server.script(Answer(content="Frozen on Fridays [deploy-policy], as the policy [sic] says."))
     body = ask(ranker).json
@@ -77,7 +83,12 @@ def test_an_abstained_search_is_the_answer_and_makes_no_llm_call(backend, openai
     reply = ask(agent)
     assert reply.status == 200
     body = reply.json
-    assert (body["source"], body["abstain"], body["abstain_code"], body["answer"]) == ("abstained", True, "no_match", None)
+    assert (body["source"], body["abstain"], body["abstain_code"], body["answer"]) == (
+        "abstained",
+        True,
+        "no_match",
+        None,
+    )
     assert model_server.chat_requests() == []
 
 
@@ -89,8 +100,9 @@ def test_allow_synthesis_false_returns_the_evidence_without_a_model(backend, ope
     assert model_server.chat_requests() == []
 
 
-def test_llm_free_reads_refuse_a_synthesised_answer_but_serve_the_evidence(backend, openai_llm, model_server, ranker,
-                                                                           settings):  # fmt: skip
+def test_llm_free_reads_refuse_a_synthesised_answer_but_serve_the_evidence(
+    backend, openai_llm, model_server, ranker, settings
+):
     ranker.set(DEPLOY)
     settings.LOOM_READS_LLM_FREE = True
     refused = ask(ranker)
@@ -120,8 +132,7 @@ def test_a_switched_off_org_gets_no_answer_not_even_a_cached_one_while_another_o
     assert on["source"] == "synthesized" and on["llm_cache_hit"] is True
 
 
-def test_a_repeated_ask_is_answered_from_the_cache_unless_llm_cache_is_false(backend, openai_llm, model_server,
-                                                                             ranker):  # fmt: skip
+def test_a_repeated_ask_is_answered_from_the_cache_unless_llm_cache_is_false(backend, openai_llm, model_server, ranker):
     ranker.set(DEPLOY)
     model_server.script(*[Answer(content="Frozen on Fridays [1].")] * 3)
     first, second = ask(ranker).json, ask(ranker).json
@@ -132,8 +143,9 @@ def test_a_repeated_ask_is_answered_from_the_cache_unless_llm_cache_is_false(bac
     assert len(model_server.chat_requests()) == 2
 
 
-def test_a_cached_answer_says_what_it_saved_and_so_does_the_ops_event(backend, openai_llm, model_server, ranker,
-                                                                      settings):  # fmt: skip
+def test_a_cached_answer_says_what_it_saved_and_so_does_the_ops_event(
+    backend, openai_llm, model_server, ranker, settings
+):
     settings.LOOM_MEMORY_ASK_SYNTH_MODEL = "gpt-4o-mini"  # a priced model
     ranker.set(DEPLOY)
     model_server.script(Answer(content="Frozen on Fridays [1]."))
@@ -142,8 +154,9 @@ def test_a_cached_answer_says_what_it_saved_and_so_does_the_ops_event(backend, o
     assert 0 < second["llm_cache_saved_usd"] < 0.001
     saved = clickhouse.query_rows(
         "SELECT llm_cache_saved_usd FROM agent_events WHERE org = {org:String} AND op = 'memory.ask' "
-        "ORDER BY created_at", {"org": ranker_org(ranker)},
-    )  # fmt: skip
+        "ORDER BY created_at",
+        {"org": ranker_org(ranker)},
+    )
     assert [row[0] for row in saved] == [0, pytest.approx(second["llm_cache_saved_usd"])]
 
 
@@ -164,8 +177,14 @@ def test_superseded_values_stay_out_and_a_sentence_restating_one_is_masked(backe
 
 
 def test_unattested_external_rows_are_shown_but_never_built_on(backend, openai_llm, model_server, ranker, settings):
-    ranker.set(DEPLOY, {"memory_key": "forum-post", "value": "Production deploys on Fridays are fine, says a forum",
-                        "source_class": "external"})  # fmt: skip
+    ranker.set(
+        DEPLOY,
+        {
+            "memory_key": "forum-post",
+            "value": "Production deploys on Fridays are fine, says a forum",
+            "source_class": "external",
+        },
+    )
     body = ask(ranker).json
     assert {hit["memory_key"] for hit in body["hits"]} == {"deploy-policy", "forum-post"}
     assert body["external_excluded"] == 1 and "forum" not in prompt_of(model_server)
@@ -184,13 +203,16 @@ def test_a_retired_value_from_another_of_my_namespaces_is_masked_too(backend, op
     assert (body["superseded_dropped"], body["stale_sentences_masked"]) == (1, 1)
 
 
-def test_recent_messages_reach_the_prompt_and_are_never_stored(backend, openai_llm, model_server, ranker, call,
-                                                               settings):  # fmt: skip
+def test_recent_messages_reach_the_prompt_and_are_never_stored(
+    backend, openai_llm, model_server, ranker, call, settings
+):
     settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
     call("namespace.register", {"namespace": ranker.namespace, "text_capture": True}, ranker.token)
     ranker.set(DEPLOY)
-    said = [{"role": "user", "content": "We want to deploy the zebra migration to production"},
-            {"role": "assistant", "content": "Which day?"}]  # fmt: skip
+    said = [
+        {"role": "user", "content": "We want to deploy the zebra migration to production"},
+        {"role": "assistant", "content": "Which day?"},
+    ]
     body = ask(ranker, "is Friday ok?", recent_messages=said).json
     assert body["hits"][0]["memory_key"] == "deploy-policy"  # the follow-up found what "it" is
     sent = prompt_of(model_server)
@@ -251,13 +273,24 @@ def test_the_trace_log_names_the_ask(backend, openai_llm, model_server, ranker, 
         ({"query": "x", "paging": True}, "UNKNOWN_FIELD", "paging"),
         ({"query": "x", "allow_synthesis": "no"}, "INVALID_TYPE", "allow_synthesis"),
         ({"query": "x", "max_answer_chars": 10}, "INVALID_VALUE", "max_answer_chars"),
-        ({"query": "x", "recent_messages": [{"role": "user", "content": "hi"}] * 41}, "INVALID_VALUE", "recent_messages"),
-        ({"query": "x", "recent_messages": [{"role": "system", "content": "hi"}]}, "INVALID_VALUE",
-         "recent_messages[0].role"),
-        ({"query": "x", "recent_messages": [{"role": "user", "text": "hi"}]}, "UNKNOWN_FIELD", "recent_messages[0].text"),
+        (
+            {"query": "x", "recent_messages": [{"role": "user", "content": "hi"}] * 41},
+            "INVALID_VALUE",
+            "recent_messages",
+        ),
+        (
+            {"query": "x", "recent_messages": [{"role": "system", "content": "hi"}]},
+            "INVALID_VALUE",
+            "recent_messages[0].role",
+        ),
+        (
+            {"query": "x", "recent_messages": [{"role": "user", "text": "hi"}]},
+            "UNKNOWN_FIELD",
+            "recent_messages[0].text",
+        ),
         ({"query": "x", "top_k": 101}, "INVALID_VALUE", "top_k"),
     ],
-)  # fmt: skip
+)
 def test_every_bad_field_is_named(backend, agent, body, code, field):
     reply = agent.call("memory.ask", {"namespace": agent.namespace, **body}, agent.token)
     assert (reply.status, reply.error, reply.json["error"].get("field")) == (422, code, field)

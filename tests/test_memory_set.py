@@ -12,8 +12,18 @@ def rows(org, key, table="memories"):
 
 def test_set_then_get_returns_the_value_at_once(backend, alice, call):
     token = alice.token("writer")
-    reply = call("memory.set", {"namespace": "ops", "memory_key": "deploy.window", "value": "Deploys run Tuesdays 10:00 UTC",
-                                "tags": ["deploy"], "entities": ["prod"], "confidence": 0.8}, token)  # fmt: skip
+    reply = call(
+        "memory.set",
+        {
+            "namespace": "ops",
+            "memory_key": "deploy.window",
+            "value": "Deploys run Tuesdays 10:00 UTC",
+            "tags": ["deploy"],
+            "entities": ["prod"],
+            "confidence": 0.8,
+        },
+        token,
+    )
     assert reply.status == 201, reply.json
     assert reply.json["outcome"] == "created"
     assert reply.json["embedding_model"] == "fake-ngram-384"
@@ -78,8 +88,11 @@ def test_a_pinned_row_is_not_overwritten(backend, alice, call):
 def test_a_batch_is_all_or_nothing(backend, alice, call):
     token = alice.token("writer")
     call("memory.set", {"memory_key": "locked", "value": "keep", "pinned": True}, token)
-    reply = call("memory.set", {"items": [{"memory_key": "fresh", "value": "new row"},
-                                          {"memory_key": "locked", "value": "try to overwrite"}]}, token)  # fmt: skip
+    reply = call(
+        "memory.set",
+        {"items": [{"memory_key": "fresh", "value": "new row"}, {"memory_key": "locked", "value": "try to overwrite"}]},
+        token,
+    )
     assert reply.status == 409 and reply.json["error"]["field"] == "items[1].memory_key"
     assert call("memory.get", {"memory_key": "fresh"}, token).status == 404
     assert rows(alice.name, "fresh", "memory_embeddings") == []
@@ -105,9 +118,11 @@ def test_a_long_value_is_chunked_and_only_its_head_is_embedded_on_the_row(backen
     assert len(chunks) == reply.json["chunks"]
     assert all(c["embedding_model"] == "fake-ngram-384" and len(c["vector"]) == 384 for c in chunks)
     assert chunks[-1]["text"].endswith("migration plan.")  # the tail is reachable through a chunk
-    assert value[chunks[3]["start_char"]:].startswith(chunks[3]["text"])
-    from retrieval.providers.embedders import get_embedder
+    assert value[chunks[3]["start_char"] :].startswith(chunks[3]["text"])
     import numpy as np
+
+    from retrieval.providers.embedders import get_embedder
+
     stored = np.array(rows(alice.name, "doc", "memory_embeddings")[0]["value_vector"])
     assert np.allclose(stored, get_embedder().inner.embed(value[:200]), atol=1e-6)
 
@@ -116,8 +131,10 @@ def test_value_and_key_are_embedded_with_the_model_name(backend, alice, call):
     token = alice.token("writer")
     call("memory.set", {"memory_key": "user.timezone", "value": "Europe/Berlin"}, token)
     [row] = rows(alice.name, "user.timezone", "memory_embeddings")
-    from retrieval.providers.embedders import get_embedder
     import numpy as np
+
+    from retrieval.providers.embedders import get_embedder
+
     embedder = get_embedder().inner  # the model itself, outside any org
     assert row["embedding_model"] == embedder.model_name and row["embedding_dim"] == 384
     assert np.allclose(row["value_vector"], embedder.embed("Europe/Berlin"), atol=1e-6)
@@ -126,9 +143,13 @@ def test_value_and_key_are_embedded_with_the_model_name(backend, alice, call):
 
 def document_frequencies(org):
     """Active documents per value term: what BM25 counts from the postings."""
-    return dict(clickhouse.query_rows(
-        "SELECT term, countIf(status = 'active') FROM memory_terms FINAL"
-        " WHERE org = {org:String} AND field = 'value' GROUP BY term", {"org": org}))  # fmt: skip
+    return dict(
+        clickhouse.query_rows(
+            "SELECT term, countIf(status = 'active') FROM memory_terms FINAL"
+            " WHERE org = {org:String} AND field = 'value' GROUP BY term",
+            {"org": org},
+        )
+    )
 
 
 def test_stemmed_terms_and_bm25_statistics_are_stored(backend, alice, call):
@@ -170,23 +191,50 @@ def test_high_sensitivity_is_stored_but_never_embedded_nor_chunked(backend, alic
 def test_every_optional_field_round_trips(backend, alice, call):
     token = alice.token("writer")
     body = {
-        "memory_key": "trip", "value": "Flight to Lisbon", "memory_type": "event", "tags": ["travel", "q3"],
-        "category": "plans", "entities": ["Lisbon"], "confidence": 0.25, "source_class": "observed",
-        "valid_at": "2026-07-01T08:00:00Z", "user_id": "u-1", "session_id": "s-9", "run_id": "r-3",
-        "sensitivity": "medium", "pinned": True, "agent": "planner",
-    }  # fmt: skip
+        "memory_key": "trip",
+        "value": "Flight to Lisbon",
+        "memory_type": "event",
+        "tags": ["travel", "q3"],
+        "category": "plans",
+        "entities": ["Lisbon"],
+        "confidence": 0.25,
+        "source_class": "observed",
+        "valid_at": "2026-07-01T08:00:00Z",
+        "user_id": "u-1",
+        "session_id": "s-9",
+        "run_id": "r-3",
+        "sensitivity": "medium",
+        "pinned": True,
+        "agent": "planner",
+    }
     call("memory.set", body, token)
     got = call("memory.get", {"memory_key": "trip"}, token).json
-    for field in ("memory_type", "tags", "category", "entities", "confidence", "source_class", "user_id",
-                  "session_id", "run_id", "sensitivity", "pinned", "agent"):  # fmt: skip
+    for field in (
+        "memory_type",
+        "tags",
+        "category",
+        "entities",
+        "confidence",
+        "source_class",
+        "user_id",
+        "session_id",
+        "run_id",
+        "sensitivity",
+        "pinned",
+        "agent",
+    ):
         assert got[field] == body[field], field
     assert got["valid_at"] == "2026-07-01T08:00:00Z"
 
 
 def test_entities_and_triples_feed_the_graph_tables_and_leave_with_the_row(backend, alice, call):
     token = alice.token("writer")
-    body = {"memory_key": "acme.ceo", "value": "Dana Reyes runs Acme", "entities": ["Acme", "Dana Reyes"],
-            "triples": [{"subject": "Dana Reyes", "relation": "is CEO of", "object": "Acme"}]}  # fmt: skip
+    body = {
+        "memory_key": "acme.ceo",
+        "value": "Dana Reyes runs Acme",
+        "entities": ["Acme", "Dana Reyes"],
+        "triples": [{"subject": "Dana Reyes", "relation": "is CEO of", "object": "Acme"}],
+    }
     first = call("memory.set", body, token)
     assert call("memory.get", {"memory_key": "acme.ceo"}, token).json["triples"] == body["triples"]
     mentions = {r["entity"] for r in rows(alice.name, "acme.ceo", "entity_mentions")}
@@ -194,7 +242,11 @@ def test_entities_and_triples_feed_the_graph_tables_and_leave_with_the_row(backe
     edges = {(r["src"], r["dst"], r["relation"]) for r in rows(alice.name, "acme.ceo", "entity_edges")}
     assert ("dana reyes", "acme", "is CEO of") in edges and ("acme", "dana reyes", "co_mention") in edges
     [triple] = rows(alice.name, "acme.ceo", "entity_triples")
-    assert (triple["subject"], triple["object"], triple["relation_terms"]) == ("dana reyes", "acme", ["is", "ceo", "of"])
+    assert (triple["subject"], triple["object"], triple["relation_terms"]) == (
+        "dana reyes",
+        "acme",
+        ["is", "ceo", "of"],
+    )
 
     call("memory.set", {**body, "value": "Dana Reyes ran Acme until 2025", "triples": []}, token)
     live = [r for r in rows(alice.name, "acme.ceo", "entity_triples") if r["status"] == "active"]
@@ -205,7 +257,17 @@ def test_entities_and_triples_feed_the_graph_tables_and_leave_with_the_row(backe
 
 def test_a_malformed_triple_names_its_part(backend, alice, call):
     token = alice.token("writer")
-    missing = call("memory.set", {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b"}]}, token)
-    assert (missing.status, missing.error, missing.json["error"]["field"]) == (422, "MISSING_FIELD", "triples[0].object")
-    wrong = call("memory.set", {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b", "object": 1}]}, token)
+    missing = call(
+        "memory.set", {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b"}]}, token
+    )
+    assert (missing.status, missing.error, missing.json["error"]["field"]) == (
+        422,
+        "MISSING_FIELD",
+        "triples[0].object",
+    )
+    wrong = call(
+        "memory.set",
+        {"memory_key": "k", "value": "v", "triples": [{"subject": "a", "relation": "b", "object": 1}]},
+        token,
+    )
     assert (wrong.error, wrong.json["error"]["field"]) == ("INVALID_TYPE", "triples[0].object")

@@ -8,12 +8,24 @@ def keys(reply):
 
 def seed(agent):
     agent.set(
-        {"memory_key": "jan", "value": "Acme signed", "entities": ["Acme", "Dana"], "valid_at": "2024-01-10T00:00:00Z", "tags": ["sales"]},
+        {
+            "memory_key": "jan",
+            "value": "Acme signed",
+            "entities": ["Acme", "Dana"],
+            "valid_at": "2024-01-10T00:00:00Z",
+            "tags": ["sales"],
+        },
         {"memory_key": "mar", "value": "Acme renewed", "entities": ["acme"], "valid_at": "2024-03-10T00:00:00Z"},
-        {"memory_key": "feb", "value": "Globex met Dana", "entities": ["Globex", "Dana"], "valid_at": "2024-02-10T00:00:00Z", "tags": ["sales"]},
+        {
+            "memory_key": "feb",
+            "value": "Globex met Dana",
+            "entities": ["Globex", "Dana"],
+            "valid_at": "2024-02-10T00:00:00Z",
+            "tags": ["sales"],
+        },
         {"memory_key": "acme.secret", "value": "Acme api key: sk-abcdefghijklmnopqrstuvwxyz", "entities": ["Acme"]},
         {"memory_key": "none", "value": "no entities here"},
-    )  # fmt: skip
+    )
 
 
 def test_timeline_by_entity_tags_or_prefix_in_time_order(backend, agent, call):
@@ -38,7 +50,9 @@ def test_related_ranks_rows_by_entities_shared(backend, agent, call):
     seed(agent)
     reply = call("memory.related", {"memory_key": "jan"}, agent.token).json
     assert [(r["memory_key"], r["overlap"], r["shared"]) for r in reply["results"]] == [
-        ("mar", 1, ["acme"]), ("feb", 1, ["dana"])]  # fmt: skip
+        ("mar", 1, ["acme"]),
+        ("feb", 1, ["dana"]),
+    ]
     assert reply["reason"] is None
     assert call("memory.related", {"memory_key": "jan", "min_overlap": 2}, agent.token).json["results"] == []
     none = call("memory.related", {"memory_key": "none"}, agent.token).json

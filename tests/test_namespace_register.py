@@ -3,8 +3,11 @@
 
 def test_register_creates_then_updates_keeping_unsent_fields(backend, alice, call):
     token = alice.token("admin")
-    created = call("namespace.register", {"namespace": "support", "text_capture": True,
-                                          "retrieval_defaults": {"search_mode": "rrf", "top_k": 8}}, token)  # fmt: skip
+    created = call(
+        "namespace.register",
+        {"namespace": "support", "text_capture": True, "retrieval_defaults": {"search_mode": "rrf", "top_k": 8}},
+        token,
+    )
     assert created.status == 201 and created.json["created"] is True
     assert created.json["retrieval_defaults"] == {"search_mode": "rrf", "top_k": 8}
     updated = call("namespace.register", {"namespace": "support", "description": "Tier-1 tickets"}, token)
@@ -34,7 +37,9 @@ def test_retrieval_defaults_are_validated_field_by_field(backend, alice, call):
 
 
 def test_a_url_is_refused_as_rerank_endpoint(backend, alice, call):
-    reply = call("namespace.register", {"namespace": "x", "rerank_endpoint": "http://evil/rerank"}, alice.token("admin"))
+    reply = call(
+        "namespace.register", {"namespace": "x", "rerank_endpoint": "http://evil/rerank"}, alice.token("admin")
+    )
     assert reply.status == 422 and reply.json["error"]["field"] == "rerank_endpoint"
     ok = call("namespace.register", {"namespace": "x", "rerank_endpoint": "builtin:cohere"}, alice.token("admin"))
     assert ok.status == 201 and ok.json["rerank_endpoint"] == "builtin:cohere"

@@ -8,8 +8,10 @@ from tests.model_server import NAN, Answer
 
 
 def test_rows_are_embedded_and_found_through_the_provider(backend, openai_embedder, model_server, agent):
-    agent.set({"memory_key": "editor", "value": "Dana prefers a dark theme in the editor"},
-              {"memory_key": "lunch", "value": "The cafeteria serves soup on fridays"})  # fmt: skip
+    agent.set(
+        {"memory_key": "editor", "value": "Dana prefers a dark theme in the editor"},
+        {"memory_key": "lunch", "value": "The cafeteria serves soup on fridays"},
+    )
     assert agent.hits("which theme does Dana prefer in the editor")[0] == "editor"
     sent = model_server.embedding_requests()
     assert sent[0].body["model"] == "text-embedding-3-small" and sent[0].body["dimensions"] == 64

@@ -34,16 +34,18 @@ def test_an_admin_switches_model_calls_off_and_the_audit_trail_says_who_and_why(
         ("admin", (), {"enabled": "no", "reason": "x"}, 422, "INVALID_TYPE", "enabled"),
         ("admin", (), {"reason": "x"}, 422, "MISSING_FIELD", "enabled"),
     ],
-)  # fmt: skip
-def test_who_may_flip_the_switch_and_what_they_must_send(backend, alice, call, role, namespaces, body, status, code,
-                                                        field):  # fmt: skip
+)
+def test_who_may_flip_the_switch_and_what_they_must_send(
+    backend, alice, call, role, namespaces, body, status, code, field
+):
     reply = call("org.set_model_calls", body, alice.token(role, namespaces=namespaces))
     assert (reply.status, reply.error, reply.json["error"].get("field")) == (status, code, field)
     assert call("org.get_model_calls", {}, alice.token("admin")).json["enabled"] is True
 
 
-def test_a_switched_off_org_makes_no_call_while_another_orgs_go_on(backend, openai_embedder, model_server, alice, bob,
-                                                                   call):  # fmt: skip
+def test_a_switched_off_org_makes_no_call_while_another_orgs_go_on(
+    backend, openai_embedder, model_server, alice, bob, call
+):
     alices, bobs = Agent(call, alice.token("admin")), Agent(call, bob.token("admin"))
     alices.set({"memory_key": "before", "value": "the release train leaves on thursdays"})
     assert switch(call, alices.token, False).status == 200
@@ -76,8 +78,10 @@ def test_a_switch_flipped_by_another_process_is_seen_after_the_refresh(backend, 
 
     settings.LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS = 0
     org = ApiToken.verify(agent.token).org.name
-    clickhouse.insert("org_model_calls", [{"org": org, "enabled": False, "reason": "elsewhere", "actor": "other",
-                                           "changed_at": datetime.now(UTC)}])  # fmt: skip
+    clickhouse.insert(
+        "org_model_calls",
+        [{"org": org, "enabled": False, "reason": "elsewhere", "actor": "other", "changed_at": datetime.now(UTC)}],
+    )
     reply = agent.set({"memory_key": "k", "value": "written while off"})
     assert reply.json["items"][0]["embedding_pending"] is True
 
@@ -98,8 +102,9 @@ def test_a_copy_of_the_switches_too_old_to_trust_refuses_every_call(backend, age
     assert found.status == 200 and "leg:vector:model_calls_switch_unread" in found.json["degraded"]
 
 
-def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(backend, openai_embedder, model_server,
-                                                                          alice, bob, call, settings):  # fmt: skip
+def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(
+    backend, openai_embedder, model_server, alice, bob, call, settings
+):
     settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
     settings.LOOM_INFERENCE_GATEWAY_HOSTS = ["127.0.0.1"]
     alices, bobs = Agent(call, alice.token("admin")), Agent(call, bob.token("admin"))

@@ -14,8 +14,16 @@ from tests.conftest import Agent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parent.parent / "test-output"
 # No background traffic: this machine's network is closed, and a refused connection is noise in every test.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--disable-component-update"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
 
 pytestmark = [
     pytest.mark.browser,
@@ -42,14 +50,19 @@ def operator(transactional_db, alice, call, live_server):
     user = get_user_model().objects.create_user(name, password=password)
     Membership.objects.create(user=user, org=alice.org, role="admin")
     agent = Agent(call, alice.token("admin"))
-    agent.set({"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
-              {"memory_key": "deploy.rollback", "value": "to roll back a deploy, run kubectl rollout undo"},
-              {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"},
-              # Equally relevant to "deploy window": the confidence prior puts the long one first; without it
-              # (personalization none) the closer cosine puts the short one first.
-              {"memory_key": "window.short", "value": "the deploy window", "confidence": 0.0},
-              {"memory_key": "window.long", "value": "our deploy window is set by the release managers every "
-               "quarter after a review", "confidence": 1.0})  # fmt: skip
+    agent.set(
+        {"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
+        {"memory_key": "deploy.rollback", "value": "to roll back a deploy, run kubectl rollout undo"},
+        {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"},
+        # Equally relevant to "deploy window": the confidence prior puts the long one first; without it
+        # (personalization none) the closer cosine puts the short one first.
+        {"memory_key": "window.short", "value": "the deploy window", "confidence": 0.0},
+        {
+            "memory_key": "window.long",
+            "value": "our deploy window is set by the release managers every quarter after a review",
+            "confidence": 1.0,
+        },
+    )
     return {"name": name, "password": password, "url": live_server.url, "agent": agent, "org": alice.name}
 
 

@@ -25,8 +25,10 @@ def operator_of(*tenants, role="viewer") -> Client:
 @pytest.fixture
 def filled(alice, call):
     agent = Agent(call, alice.token("admin"))
-    agent.set({"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
-              {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"})  # fmt: skip
+    agent.set(
+        {"memory_key": "deploy.window", "value": "production deploys run on tuesdays after 10am"},
+        {"memory_key": "lunch", "value": "the cafeteria serves soup on fridays"},
+    )
     return agent
 
 
@@ -67,7 +69,9 @@ def test_a_reranked_window_shows_where_each_hit_stood_before(backend, alice, fil
     from tests.model_server import Answer
 
     settings.COHERE_API_KEY, settings.LOOM_COHERE_BASE_URL = "co-test", model_server.url.removesuffix("/v1")
-    filled.call("namespace.register", {"namespace": "default", "retrieval_defaults": {"min_similarity": 0}}, filled.token)
+    filled.call(
+        "namespace.register", {"namespace": "default", "retrieval_defaults": {"min_similarity": 0}}, filled.token
+    )
     query = "when do production deploys run"
     fused = [hit["memory_key"] for hit in filled.search(query).json["hits"]]
     model_server.script(Answer(ranking=[1, 0]))
@@ -83,7 +87,7 @@ def test_the_keyword_matches_are_the_rows_holding_the_querys_words(backend, alic
         return page.split('aria-label="Keyword matches"')[1].split("</section>")[0]
 
     found = keywords("soup fridays")
-    assert "<code>lunch</code> <span class=\"score\">2 of 2 words" in found and "deploy.window" not in found
+    assert '<code>lunch</code> <span class="score">2 of 2 words' in found and "deploy.window" not in found
     both = keywords("cafeteria tuesdays")  # one word each
     assert both.count("1 of 2 words") == 2
 
@@ -113,8 +117,11 @@ def test_alice_sees_her_namespaces_and_rows_never_bobs(backend, alice, bob, call
 
 
 def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
-    for path, carries in (("/static/recall/vendor/htmx-2.0.11.min.js", b'version:"2.0.11"'),
-                          ("/static/plotly/plotly.min.js", b"plotly.js"), ("/static/recall/lab.js", b"Plotly.newPlot")):
+    for path, carries in (
+        ("/static/recall/vendor/htmx-2.0.11.min.js", b'version:"2.0.11"'),
+        ("/static/plotly/plotly.min.js", b"plotly.js"),
+        ("/static/recall/lab.js", b"Plotly.newPlot"),
+    ):
         response = Client().get(path)
         assert response.status_code == 200 and carries in b"".join(response.streaming_content), path
 
@@ -122,9 +129,11 @@ def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
 def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, alice, call, settings):
     settings.LOOM_WRITE_GATES = False
     agent = Agent(call, alice.token("admin"))
-    agent.set({"memory_key": "exact", "value": "kubectl rollout undo reverts a deploy"},
-              {"memory_key": "near", "value": "to roll back a release, revert the deploy"},
-              {"memory_key": "other", "value": "the cafeteria serves soup on fridays"})  # fmt: skip
+    agent.set(
+        {"memory_key": "exact", "value": "kubectl rollout undo reverts a deploy"},
+        {"memory_key": "near", "value": "to roll back a release, revert the deploy"},
+        {"memory_key": "other", "value": "the cafeteria serves soup on fridays"},
+    )
     query = {"query": "kubectl rollout undo", "a_search_mode": "lexical", "b_search_mode": "semantic", "top_k": "3"}
     response = operator_of(alice).get("/recall/compare", query, HTTP_HX_REQUEST="true")
     page = response.content.decode()
@@ -136,8 +145,13 @@ def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, a
     assert page.count("only in A") == len(set(a) - set(b)) and page.count("only in B") == len(set(b) - set(a))
     for at, key in enumerate(a, 1):  # each of A's rows says where B ranked it
         move = b.index(key) + 1 - at if key in b else None
-        label = ("only in A" if move is None else "same rank" if move == 0
-                 else f"{b.index(key) + 1} in the other ({'▼' if move > 0 else '▲'}{abs(move)})")  # fmt: skip
+        label = (
+            "only in A"
+            if move is None
+            else "same rank"
+            if move == 0
+            else f"{b.index(key) + 1} in the other ({'▼' if move > 0 else '▲'}{abs(move)})"
+        )
         assert label in page.split(f"<code>{key}</code>")[1].split("</li>")[0]
     assert "<code>lexical</code> (request)" in page and "<code>semantic</code> (request)" in page
 
@@ -192,7 +206,9 @@ def test_an_admin_switches_an_orgs_model_calls_with_a_reason_and_it_takes_effect
 
 def test_a_switch_needs_a_reason_and_an_org_the_admin_holds(backend, alice, bob):
     client, _, token, _ = csrf_client_of(alice, "admin")
-    missing = client.post("/recall/orgs", {"org": alice.name, "enabled": "false", "reason": " "}, HTTP_X_CSRFTOKEN=token)
+    missing = client.post(
+        "/recall/orgs", {"org": alice.name, "enabled": "false", "reason": " "}, HTTP_X_CSRFTOKEN=token
+    )
     assert missing.status_code == 422 and b"Say why" in missing.content
     other = client.post("/recall/orgs", {"org": bob.name, "enabled": "false", "reason": "x"}, HTTP_X_CSRFTOKEN=token)
     assert other.status_code == 403
@@ -221,7 +237,7 @@ def test_an_admin_recalibrates_the_real_embedder_and_sees_the_distributions(loca
     assert {trace["name"] for trace in figure["data"]} == {"paraphrase", "question_fact", "distractor"}
     assert len(figure["layout"]["shapes"]) == 7  # every gate drawn on the distributions
     noise = thresholds.report(alice.name, "default")["noise"]
-    assert f"{noise['level']:.3f} <span class=\"meta\">(1 row," in page  # the namespace's noise level, measured
+    assert f'{noise["level"]:.3f} <span class="meta">(1 row,' in page  # the namespace's noise level, measured
 
 
 def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, call, settings):
@@ -241,7 +257,8 @@ def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, c
     only = client.get("/recall/traces", {"namespace": "default", "abstain": "yes"}, HTTP_HX_REQUEST="true").content
     assert b"zebra" in only and b"production deploys" not in only and b"<html" not in only
     trace_id = agent.call("memory.search_trace_log", {"namespace": "default", "abstain": False}, agent.token).json[
-        "rows"][0]["trace_id"]  # fmt: skip
+        "rows"
+    ][0]["trace_id"]
     detail = client.get(f"/recall/traces/{trace_id}", {"namespace": "default"}).content.decode()
     assert "<code>deploy.window</code>" in detail and "Re-run in the Lab" in detail
     assert "query=when%20do%20production%20deploys%20run" in detail
@@ -256,23 +273,43 @@ def test_memories_lists_pages_and_opens_a_key_with_versions_and_chunks(backend, 
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150  # a long value is chunked
     agent = Agent(call, alice.token("admin"))
     agent.set(*[{"memory_key": f"note.{i}", "value": f"note number {i} about plants"} for i in range(30)])
-    agent.set({"memory_key": "note.0", "value": "note zero, rewritten " + "long text about office plants. " * 12,
-               "tags": ["ops"]})  # fmt: skip
+    agent.set(
+        {
+            "memory_key": "note.0",
+            "value": "note zero, rewritten " + "long text about office plants. " * 12,
+            "tags": ["ops"],
+        }
+    )
     client = operator_of(alice)
     first = client.get("/recall/memories", {"namespace": "default"}).content.decode()
     assert first.count("<code>note.") == 25 and "Next page" in first
     cursor = first.split("cursor=")[1].split('"')[0]
     rest = client.get("/recall/memories", {"namespace": "default", "cursor": cursor}, HTTP_HX_REQUEST="true")
     assert rest.content.decode().count("<code>note.") == 5
-    assert client.get("/recall/memories", {"namespace": "default", "cursor": "bogus"}).content.count(b"<code>cursor</code>") == 1
+    assert (
+        client.get("/recall/memories", {"namespace": "default", "cursor": "bogus"}).content.count(
+            b"<code>cursor</code>"
+        )
+        == 1
+    )
     page = client.get("/recall/memories/note.0", {"namespace": "default"}).content.decode()
     assert "superseded" in page and "active" in page and "ops" in page and "fake-ngram-384" in page
     assert "Chunks of the live rows" in page
     assert client.get("/recall/memories/missing", {"namespace": "default"}).status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/recall", "/recall/compare", "/recall/memories", "/recall/traces",
-                                  "/recall/calibration", "/recall/memories/k", "/recall/traces/t"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/recall",
+        "/recall/compare",
+        "/recall/memories",
+        "/recall/traces",
+        "/recall/calibration",
+        "/recall/memories/k",
+        "/recall/traces/t",
+    ],
+)
 def test_every_page_refuses_a_user_of_no_org(db, path):
     user = get_user_model().objects.create_user(f"nobody-{uuid.uuid4().hex[:6]}", password="x")
     client = Client()
@@ -292,18 +329,22 @@ def test_a_clickhouse_outage_is_a_banner_in_the_page(alice, db):
     finally:
         clickhouse.use(previous)
     for page in pages:
-        assert page.status_code == 200 and b"CLICKHOUSE_UNAVAILABLE" in page.content and b"Traceback" not in page.content
+        assert (
+            page.status_code == 200 and b"CLICKHOUSE_UNAVAILABLE" in page.content and b"Traceback" not in page.content
+        )
 
 
-def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(backend, openai_embedder, model_server, alice,
-                                                                      filled, settings):  # fmt: skip
+def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(
+    backend, openai_embedder, model_server, alice, filled, settings
+):
     from retrieval import clickhouse
 
     settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_GATEWAY_HOSTS = "X-Loom-Customer", ["127.0.0.1"]
     operator_of(alice).get("/recall", {"query": "which day is soup served"})
     assert model_server.embedding_requests()[-1].headers["x-loom-customer"] == alice.name
-    rows = clickhouse.query_rows("SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}",
-                                 {"org": alice.name})  # fmt: skip
+    rows = clickhouse.query_rows(
+        "SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}", {"org": alice.name}
+    )
     assert ("recall.lab", 1) in rows
 
 

@@ -32,9 +32,11 @@ def test_rows_of_the_old_model_are_reembedded_and_found_again(backend, agent, sw
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 150
     filler = " ".join(f"routine paragraph {i} about office plants." for i in range(12))
-    agent.set({"memory_key": "deploy", "value": "production deploys run on tuesdays"},
-              {"memory_key": "soup", "value": "the cafeteria serves soup on fridays"},
-              {"memory_key": "runbook", "value": filler + " To roll back run kubectl rollout undo."})  # fmt: skip
+    agent.set(
+        {"memory_key": "deploy", "value": "production deploys run on tuesdays"},
+        {"memory_key": "soup", "value": "the cafeteria serves soup on fridays"},
+        {"memory_key": "runbook", "value": filler + " To roll back run kubectl rollout undo."},
+    )
     switch_model("fake-ngram-256")
     assert agent.hits("when do production deploys run") == []  # the old vectors are another model's
 
@@ -90,7 +92,8 @@ def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, ca
 
     def similarity():  # the query matches the key, hardly the value
         return agent.search("preferred editor", explain=True, min_similarity=0).json["hits"][0]["score_components"][
-            "similarity"]  # fmt: skip
+            "similarity"
+        ]
 
     by_key = similarity()
     clickhouse.command(  # key vectors as an older way of embedding keys left them
@@ -104,13 +107,16 @@ def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, ca
     assert similarity() < by_key - 0.3
     call_command("reembed", "--key-only", "--dry-run", "--org", org)
     assert "1 rows to re-embed with fake-ngram-384 (keys only)" in capsys.readouterr().out
-    value_before = clickhouse.query_rows("SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}",
-                                         {"org": org})  # fmt: skip
+    value_before = clickhouse.query_rows(
+        "SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}", {"org": org}
+    )
     call_command("reembed", "--key-only", "--org", org)
     assert "re-embedded 1 rows" in capsys.readouterr().out
     assert similarity() == by_key
-    assert clickhouse.query_rows("SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}",
-                                 {"org": org}) == value_before  # fmt: skip
+    assert (
+        clickhouse.query_rows("SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String}", {"org": org})
+        == value_before
+    )
 
 
 def test_key_only_and_delete_old_are_refused_together(db):

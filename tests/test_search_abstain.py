@@ -6,9 +6,11 @@ from retrieval import abstain
 
 
 def test_a_clear_answer_does_not_abstain(backend, agent):
-    agent.set({"memory_key": "deploy", "value": "production deploys run on tuesday mornings"},
-              {"memory_key": "food", "value": "the cafeteria serves soup on fridays"},
-              {"memory_key": "desk", "value": "hot desks are booked through the portal"})  # fmt: skip
+    agent.set(
+        {"memory_key": "deploy", "value": "production deploys run on tuesday mornings"},
+        {"memory_key": "food", "value": "the cafeteria serves soup on fridays"},
+        {"memory_key": "desk", "value": "hot desks are booked through the portal"},
+    )
     reply = agent.search("when do production deploys run").json
     assert (reply["abstain"], reply["abstain_code"], reply["abstain_reason"]) == (False, None, None)
     assert reply["retrieval_risk"] in ("low", "medium") and reply["retrieval_confidence"] > 0.33
@@ -35,7 +37,9 @@ def test_entity_absent_when_no_memory_names_the_entity(backend, agent):
     reply = agent.search("when did they renew", entity_filter=["Initech"]).json
     assert (reply["abstain"], reply["abstain_code"]) == (True, "entity_absent")
     assert "initech" in reply["abstain_reason"]
-    assert agent.search("when did they renew", entity_filter=["Initech", "acme"]).json["abstain_code"] != "entity_absent"
+    assert (
+        agent.search("when did they renew", entity_filter=["Initech", "acme"]).json["abstain_code"] != "entity_absent"
+    )
 
 
 def test_low_calibrated_confidence_when_the_top_hit_does_not_stand_out(backend, agent, settings):
@@ -46,8 +50,10 @@ def test_low_calibrated_confidence_when_the_top_hit_does_not_stand_out(backend, 
     assert (reply["abstain"], reply["abstain_code"]) == (True, "low_calibrated_confidence")
     assert reply["retrieval_confidence"] < 0.6 and reply["hits"][0]["similarity"] >= 0.30
     # One row that stands out of the same pool clears the same bar.
-    agent.set({"memory_key": "standout", "value": "the staging deploy window is thursday"},
-              *[{"memory_key": f"noise{i}", "value": f"cafeteria soup of day {i}"} for i in range(6)])  # fmt: skip
+    agent.set(
+        {"memory_key": "standout", "value": "the staging deploy window is thursday"},
+        *[{"memory_key": f"noise{i}", "value": f"cafeteria soup of day {i}"} for i in range(6)],
+    )
     clear = agent.search("staging deploy window thursday").json
     assert clear["abstain"] is False and clear["retrieval_confidence"] >= 0.6
 
@@ -59,8 +65,10 @@ def test_page_expired_for_an_unknown_or_expired_handle(backend, agent):
 
 def test_the_gate_reads_the_pools_best_cosine_or_with_the_setting_rank_one_or_the_window(backend, ranker, settings):
     # Under rrf a lexical-only match can hold rank 1 with a weak cosine while a better cosine sits at rank 2.
-    ranker.set({"memory_key": "lookalike", "value": "zebrafish zebrafish"},
-               {"memory_key": "holder", "value": "planning notes mention a zebra once among budgets hiring offsites"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "lookalike", "value": "zebrafish zebrafish"},
+        {"memory_key": "holder", "value": "planning notes mention a zebra once among budgets hiring offsites"},
+    )
     pool = ranker.search("zebra", search_mode="rrf").json
     assert pool["hits"][0]["memory_key"] == "holder" and pool["hits"][0]["similarity"] < 0.30
     assert pool["abstain"] is False
@@ -74,14 +82,23 @@ def test_the_gate_reads_the_pools_best_cosine_or_with_the_setting_rank_one_or_th
 @pytest.mark.parametrize("mode", ["semantic", "hybrid", "rrf"])
 def test_the_verdict_does_not_move_with_top_k(backend, agent, mode):
     """The pool a verdict reads is the same for every window size: 5, 13 and 15 (pools of 50, 52 and 60 rows)."""
-    agent.set(*[{"memory_key": f"note.{i:02d}", "value": f"note {i}: the team discussed option {i % 7} for the "
-                 f"{['billing', 'search', 'auth', 'web'][i % 4]} roadmap"} for i in range(80)])  # fmt: skip
+    agent.set(
+        *[
+            {
+                "memory_key": f"note.{i:02d}",
+                "value": f"note {i}: the team discussed option {i % 7} for the "
+                f"{['billing', 'search', 'auth', 'web'][i % 4]} roadmap",
+            }
+            for i in range(80)
+        ]
+    )
     for query in ("what did the team discuss about the billing roadmap", "option 3 auth", "quarterly tax filing"):
         verdicts = set()
         for top_k in (5, 13, 15):
             reply = agent.search(query, search_mode=mode, top_k=top_k).json
-            verdicts.add((reply["abstain"], reply["abstain_code"], reply["retrieval_risk"],
-                          reply["retrieval_confidence"]))  # fmt: skip
+            verdicts.add(
+                (reply["abstain"], reply["abstain_code"], reply["retrieval_risk"], reply["retrieval_confidence"])
+            )
         assert len(verdicts) == 1, (query, verdicts)
 
 

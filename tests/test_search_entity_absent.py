@@ -53,8 +53,11 @@ def test_one_known_name_is_enough(backend, agent):
     agent.set(*COMPANY_FACTS)
     reply = agent.search("Does Jonas Berg know Vivaldi?").json
     assert reply["abstain_code"] != "entity_absent"
-    assert reply["retrieval_work"] == {**reply["retrieval_work"], "names_checked": ["Jonas Berg", "Vivaldi"],
-                                       "names_found": ["Jonas Berg"]}  # fmt: skip
+    assert reply["retrieval_work"] == {
+        **reply["retrieval_work"],
+        "names_checked": ["Jonas Berg", "Vivaldi"],
+        "names_found": ["Jonas Berg"],
+    }
 
 
 def test_a_name_is_found_only_when_one_row_holds_all_its_words(backend, agent):
@@ -65,7 +68,9 @@ def test_a_name_is_found_only_when_one_row_holds_all_its_words(backend, agent):
 
 
 def test_an_entity_mention_counts_even_when_the_text_does_not_say_it(backend, agent):
-    agent.set({"memory_key": "office.ber", "value": "opens at 8:30, badge at the front desk", "entities": ["Office BER"]})
+    agent.set(
+        {"memory_key": "office.ber", "value": "opens at 8:30, badge at the front desk", "entities": ["Office BER"]}
+    )
     reply = agent.search("When does Office BER open?").json
     assert reply["retrieval_work"]["names_found"] == ["Office BER"]
     assert reply["abstain_code"] != "entity_absent"
@@ -98,8 +103,12 @@ def test_the_mirror_answers_as_clickhouse_does_and_follows_every_write(backend, 
     agent.set(*COMPANY_FACTS)
     if backend == "embedded":
         wait_for_mirror(agent)
-    for query, found in [("What does Jonas Berg lead?", ["Jonas Berg"]), ("Who won the World Cup?", []),
-                         ("Is the Berlin office open?", ["Berlin"]), ("Where is Gina?", [])]:  # fmt: skip
+    for query, found in [
+        ("What does Jonas Berg lead?", ["Jonas Berg"]),
+        ("Who won the World Cup?", []),
+        ("Is the Berlin office open?", ["Berlin"]),
+        ("Where is Gina?", []),
+    ]:
         assert agent.search(query).json["retrieval_work"]["names_found"] == found, query
     agent.set({"memory_key": "gina", "value": "Gina joined the Berlin office in May"})
     assert agent.search("Where is Gina?").json["retrieval_work"]["names_found"] == ["Gina"]

@@ -10,8 +10,9 @@ ROWS = [
 QUESTION = "where do we all gather for the yearly retreat?"
 
 
-def test_a_weak_first_pass_is_rescued_by_the_hypothetical_answer(backend, openai_llm, openai_embedder, model_server,
-                                                                  ranker):  # fmt: skip
+def test_a_weak_first_pass_is_rescued_by_the_hypothetical_answer(
+    backend, openai_llm, openai_embedder, model_server, ranker
+):
     ranker.set(*ROWS)
     plain = ranker.search(QUESTION, hyde=False, explain=True).json
     model_server.script(Answer(content="The company offsite is in Porto this year."))
@@ -38,8 +39,9 @@ def test_hyde_fails_open_and_says_so(backend, openai_llm, openai_embedder, model
     assert "hyde:failed" in reply["degraded"] and reply["hits"]
 
 
-def test_llm_free_reads_and_the_fast_budget_make_no_llm_call(backend, openai_llm, openai_embedder, model_server,
-                                                             ranker, settings):  # fmt: skip
+def test_llm_free_reads_and_the_fast_budget_make_no_llm_call(
+    backend, openai_llm, openai_embedder, model_server, ranker, settings
+):
     ranker.set(*ROWS)
     assert ranker.search(QUESTION, hyde=True, retrieval_budget="fast").status == 200
     settings.LOOM_READS_LLM_FREE = True

@@ -30,7 +30,10 @@ def test_semantic_orders_by_cosine_and_relevance_is_the_similarity(backend, rank
 def test_rrf_lifts_the_row_holding_the_word_over_a_cosine_lookalike(backend, ranker):
     ranker.set(
         {"memory_key": "lookalike", "value": "zebrafish zebrafish"},
-        {"memory_key": "holder", "value": "quarterly planning notes mention a zebra once among budgets hiring and offsites"},
+        {
+            "memory_key": "holder",
+            "value": "quarterly planning notes mention a zebra once among budgets hiring and offsites",
+        },
     )
     semantic = ranker.search("zebra", search_mode="semantic")
     assert [h["memory_key"] for h in semantic.json["hits"]] == ["lookalike", "holder"]
@@ -53,7 +56,10 @@ def test_rrf_lowers_the_lexical_weight_for_a_path_shaped_query(backend, ranker):
 def test_hybrid_weighs_lexical_by_alpha(backend, ranker):
     ranker.set(
         {"memory_key": "lookalike", "value": "zebrafish zebrafish"},
-        {"memory_key": "holder", "value": "quarterly planning notes mention a zebra once among budgets hiring and offsites"},
+        {
+            "memory_key": "holder",
+            "value": "quarterly planning notes mention a zebra once among budgets hiring and offsites",
+        },
     )
     lexical_heavy = ranker.search("zebra", search_mode="hybrid", alpha=0.9, explain=True)
     assert lexical_heavy.json["hits"][0]["memory_key"] == "holder"
@@ -126,10 +132,18 @@ def test_graph_lifts_rows_one_hop_from_the_query_entity(backend, ranker):
 
 def test_graph_matches_triples_by_entity_and_relation(backend, ranker):
     ranker.set(
-        {"memory_key": "owner", "value": "service record", "triples": [{"subject": "Billing", "relation": "owned by", "object": "Team Kite"}]},
-        {"memory_key": "other", "value": "service record", "triples": [{"subject": "Billing", "relation": "deployed on", "object": "k8s"}]},
+        {
+            "memory_key": "owner",
+            "value": "service record",
+            "triples": [{"subject": "Billing", "relation": "owned by", "object": "Team Kite"}],
+        },
+        {
+            "memory_key": "other",
+            "value": "service record",
+            "triples": [{"subject": "Billing", "relation": "deployed on", "object": "k8s"}],
+        },
         {"memory_key": "none", "value": "service record"},
-    )  # fmt: skip
+    )
     reply = ranker.search("who owned billing", search_mode="graph", explain=True)
     hits = by_key(reply)
     assert hits["owner"]["score_components"]["graph_triple"] == 1.0
@@ -164,7 +178,9 @@ def test_related_orders_by_tag_and_entity_overlap(backend, ranker):
         {"memory_key": "one", "value": "b", "tags": ["billing"]},
         {"memory_key": "zero", "value": "c", "tags": ["other"]},
     )
-    reply = ranker.search("anything", search_mode="related", tags_soft=["billing"], entity_filter=["Acme"], explain=True)
+    reply = ranker.search(
+        "anything", search_mode="related", tags_soft=["billing"], entity_filter=["Acme"], explain=True
+    )
     # entity_filter also filters: only rows naming Acme are served.
     assert [h["memory_key"] for h in reply.json["hits"]] == ["two"]
     reply = ranker.search("anything", search_mode="related", tags_soft=["billing", "acme-tag"], explain=True)
@@ -178,7 +194,10 @@ def test_mode_resolution_request_then_recipe_then_namespace_then_default(backend
     assert ranker.search("value").json["search_mode"] == "semantic"
     assert ranker.search("value").json["mode_source"] == "default"
     call("namespace.register", {"namespace": "default", "retrieval_defaults": {"search_mode": "hybrid"}}, ranker.token)
-    assert (ranker.search("value").json["search_mode"], ranker.search("value").json["mode_source"]) == ("hybrid", "namespace")
+    assert (ranker.search("value").json["search_mode"], ranker.search("value").json["mode_source"]) == (
+        "hybrid",
+        "namespace",
+    )
     recipe = ranker.search("value", recipe="verbatim").json
     assert (recipe["search_mode"], recipe["mode_source"], recipe["recipe"]) == ("lexical", "recipe", "verbatim")
     asked = ranker.search("value", recipe="verbatim", search_mode="semantic").json
@@ -205,7 +224,9 @@ def test_a_recipe_fills_only_fields_the_caller_left_unset(backend, ranker):
     assert fast["retrieval_budget"] == "fast" and fast["search_mode"] == "semantic"
 
 
-@pytest.mark.parametrize("mode", ["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"])
+@pytest.mark.parametrize(
+    "mode", ["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
+)
 def test_identical_searches_serve_identical_windows(backend, ranker, mode):
     # Ten rows with the same value: every score ties, so only the tie-break orders them.
     ranker.set(*[{"memory_key": f"twin.{i:02d}", "value": "identical twin value", "tags": ["t"]} for i in range(10)])

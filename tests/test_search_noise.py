@@ -40,8 +40,9 @@ def test_calibration_get_shows_the_noise_level_and_how_it_was_measured(local_emb
     got = agent.call("calibration.get", {"namespace": "default"}, agent.token).json
     measured = got["noise"]
     assert (measured["rows"], measured["probes"]) == (len(FACTS), len(probe_corpora.OFF_TOPIC))
-    tops = clickhouse.query_value("SELECT tops FROM namespace_noise FINAL WHERE org = {org:String}",
-                                  {"org": agent_org(agent)})  # fmt: skip
+    tops = clickhouse.query_value(
+        "SELECT tops FROM namespace_noise FINAL WHERE org = {org:String}", {"org": agent_org(agent)}
+    )
     assert measured["level"] == round(float(np.percentile(tops, 90)), 4)
     assert got["abstain_in_force"] == max(got["gates"]["abstain"], measured["abstain"])
 
@@ -65,5 +66,8 @@ def test_a_fake_embedder_keeps_the_scalar_gate(backend, agent):
     agent.set(*FACTS)
     gates = agent.search("what is the weather like tomorrow?").json["thresholds"]
     assert (gates["tier"], gates["abstain_source"], gates["abstain"], gates["noise_level"]) == (
-        "scalar", "scalar", 0.30, None)  # fmt: skip
-
+        "scalar",
+        "scalar",
+        0.30,
+        None,
+    )

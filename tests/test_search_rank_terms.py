@@ -27,8 +27,10 @@ def test_entity_boost_is_half_the_share_of_entity_filter_carried(backend, ranker
 
 
 def test_a_recency_cue_lifts_the_newest_and_a_first_cue_the_oldest(backend, ranker):
-    ranker.set({"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
-               {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
+        {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"},
+    )
     latest = ranker.search("what is the latest quarterly report", explain=True)
     assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == rank.RECENCY
     first = ranker.search("what was the first quarterly report", explain=True)
@@ -36,8 +38,10 @@ def test_a_recency_cue_lifts_the_newest_and_a_first_cue_the_oldest(backend, rank
 
 
 def test_first_inside_a_compound_word_is_no_chronology_cue(backend, ranker):
-    ranker.set({"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
-               {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "old", "value": SAME, "valid_at": "2024-01-01T00:00:00Z"},
+        {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"},
+    )
     reply = ranker.search("the first-response quarterly report", explain=True)
     assert all("chronology" not in c and "recency" not in c for c in components(reply).values())
 
@@ -64,25 +68,36 @@ def test_a_dated_question_finds_that_dates_rows(backend, agent, mode):
 
 
 def test_a_date_in_the_question_lifts_rows_anchored_near_it(backend, ranker):
-    ranker.set({"memory_key": "march", "value": SAME, "valid_at": "2024-03-02T00:00:00Z"},
-               {"memory_key": "july", "value": SAME, "valid_at": "2024-07-02T00:00:00Z"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "march", "value": SAME, "valid_at": "2024-03-02T00:00:00Z"},
+        {"memory_key": "july", "value": SAME, "valid_at": "2024-07-02T00:00:00Z"},
+    )
     reply = ranker.search("quarterly report on 2 March 2024", explain=True)
     assert order(reply) == ["march", "july"]
     assert components(reply)["march"]["date"] == rank.DATE and components(reply)["july"]["date"] == 0.0
 
 
 def test_confidence_prior_orders_equal_rows(backend, ranker):
-    ranker.set({"memory_key": "sure", "value": SAME, "confidence": 0.9},
-               {"memory_key": "unsure", "value": SAME, "confidence": 0.2})  # fmt: skip
+    ranker.set(
+        {"memory_key": "sure", "value": SAME, "confidence": 0.9},
+        {"memory_key": "unsure", "value": SAME, "confidence": 0.2},
+    )
     reply = ranker.search("quarterly report", explain=True)
     assert order(reply) == ["sure", "unsure"]
     assert components(reply)["sure"]["confidence_prior"] == pytest.approx(0.09)
-    assert ranker.search("quarterly report", confidence_weight=0, explain=True).json["hits"][0]["score_components"]["prior"] == 0
+    assert (
+        ranker.search("quarterly report", confidence_weight=0, explain=True).json["hits"][0]["score_components"][
+            "prior"
+        ]
+        == 0
+    )
 
 
 def test_tags_soft_and_category_soft_boost_without_filtering_and_the_prior_group_is_capped(backend, ranker, settings):
-    ranker.set({"memory_key": "plain", "value": SAME, "confidence": 0.5},
-               {"memory_key": "tagged", "value": SAME, "confidence": 0.5, "tags": ["finance"], "category": "reports"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "plain", "value": SAME, "confidence": 0.5},
+        {"memory_key": "tagged", "value": SAME, "confidence": 0.5, "tags": ["finance"], "category": "reports"},
+    )
     reply = ranker.search("quarterly report", tags_soft=["finance"], category_soft="reports", explain=True)
     assert order(reply) == ["tagged", "plain"]
     tagged = components(reply)["tagged"]
@@ -100,7 +115,7 @@ def test_reinforcement_lifts_used_rows_and_harm_takes_it_back_but_never_below_re
     assert outcome.status == 200 and outcome.json["recorded"] == 1
     lifted = ranker.search("quarterly report", explain=True)
     assert order(lifted) == ["b", "a"]
-    assert components(lifted)["b"]["reinforcement"] == pytest.approx(0.15 * (1 - 2.718281828 ** -1), abs=1e-4)
+    assert components(lifted)["b"]["reinforcement"] == pytest.approx(0.15 * (1 - 2.718281828**-1), abs=1e-4)
     call("memory.outcome", {"memory_keys": ["b"], "outcome": "harm", "weight": 5}, ranker.token)
     harmed = ranker.search("quarterly report", explain=True)
     assert components(harmed)["b"]["reinforcement"] == 0.0  # taken back, not negative
@@ -108,8 +123,10 @@ def test_reinforcement_lifts_used_rows_and_harm_takes_it_back_but_never_below_re
 
 
 def test_trust_weight_is_off_by_default_and_orders_by_provenance_when_set(backend, ranker, settings):
-    ranker.set({"memory_key": "external", "value": SAME, "source_class": "external"},
-               {"memory_key": "stated", "value": SAME, "source_class": "asserted"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "external", "value": SAME, "source_class": "external"},
+        {"memory_key": "stated", "value": SAME, "source_class": "asserted"},
+    )
     assert "trust" not in components(ranker.search("quarterly report", explain=True))["stated"]
     settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT = 0.1
     reply = ranker.search("quarterly report", explain=True)
@@ -118,16 +135,20 @@ def test_trust_weight_is_off_by_default_and_orders_by_provenance_when_set(backen
 
 
 def test_demote_tags_sinks_a_row_to_the_bottom_without_dropping_it(backend, ranker):
-    ranker.set({"memory_key": "best", "value": "quarterly report due friday", "tags": ["stale"]},
-               {"memory_key": "worse", "value": "weekly standup notes"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "best", "value": "quarterly report due friday", "tags": ["stale"]},
+        {"memory_key": "worse", "value": "weekly standup notes"},
+    )
     assert order(ranker.search("quarterly report due friday")) == ["best", "worse"]
     reply = ranker.search("quarterly report due friday", demote_tags=["stale"], explain=True)
     assert order(reply) == ["worse", "best"] and components(reply)["best"]["demoted"] == -10.0
 
 
 def test_sensitive_rows_are_lowered_unless_the_query_asks_for_a_contact_detail(backend, ranker):
-    ranker.set({"memory_key": "private", "value": "dana's phone number and email", "sensitivity": "medium"},
-               {"memory_key": "public", "value": "dana's phone number and email"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "private", "value": "dana's phone number and email", "sensitivity": "medium"},
+        {"memory_key": "public", "value": "dana's phone number and email"},
+    )
     reply = ranker.search("dana's number", explain=True)
     assert order(reply) == ["public", "private"]
     assert components(reply)["private"]["sensitivity_demotion"] == -0.1
@@ -149,8 +170,10 @@ def test_personalization_none_drops_every_user_derived_term(backend, ranker, cal
 
 def test_source_classes_outside_the_eligible_list_earn_no_priors(backend, ranker, settings):
     settings.LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE = ["asserted", "observed"]
-    ranker.set({"memory_key": "inferred", "value": SAME, "source_class": "extracted"},
-               {"memory_key": "stated", "value": SAME, "confidence": 0.3})  # fmt: skip
+    ranker.set(
+        {"memory_key": "inferred", "value": SAME, "source_class": "extracted"},
+        {"memory_key": "stated", "value": SAME, "confidence": 0.3},
+    )
     reply = ranker.search("quarterly report", explain=True)
     assert "prior" not in components(reply)["inferred"] and components(reply)["stated"]["prior"] > 0
     assert order(reply) == ["stated", "inferred"]
@@ -171,17 +194,29 @@ def test_pinned_is_not_a_rank_term(backend, ranker):
 
 
 @pytest.mark.parametrize("mode", ["semantic", "hybrid", "bm25_hybrid", "rrf"])
-def test_maximal_priors_and_reinforcement_never_lift_a_less_relevant_row_over_a_clearly_more_relevant_one(backend, ranker, call, mode):
+def test_maximal_priors_and_reinforcement_never_lift_a_less_relevant_row_over_a_clearly_more_relevant_one(
+    backend, ranker, call, mode
+):
     ranker.set(
-        {"memory_key": "relevant", "value": "the quarterly finance report is due on friday", "confidence": 0.0,
-         "source_class": "external"},
-        {"memory_key": "boosted", "value": "lunch menu for the offsite", "confidence": 1.0, "tags": ["t"],
-         "category": "c"},
-    )  # fmt: skip
+        {
+            "memory_key": "relevant",
+            "value": "the quarterly finance report is due on friday",
+            "confidence": 0.0,
+            "source_class": "external",
+        },
+        {
+            "memory_key": "boosted",
+            "value": "lunch menu for the offsite",
+            "confidence": 1.0,
+            "tags": ["t"],
+            "category": "c",
+        },
+    )
     for _ in range(5):
         call("memory.outcome", {"memory_keys": ["boosted"], "outcome": "positive", "weight": 10}, ranker.token)
-    reply = ranker.search("quarterly finance report due friday", search_mode=mode, tags_soft=["t"],
-                          category_soft="c", explain=True)  # fmt: skip
+    reply = ranker.search(
+        "quarterly finance report due friday", search_mode=mode, tags_soft=["t"], category_soft="c", explain=True
+    )
     parts = components(reply)
     assert parts["boosted"]["reinforcement"] == pytest.approx(0.15, abs=1e-3)  # saturated
     assert parts["boosted"]["prior"] == pytest.approx(0.15)  # at the cap
@@ -189,8 +224,10 @@ def test_maximal_priors_and_reinforcement_never_lift_a_less_relevant_row_over_a_
 
 
 def test_a_known_entity_the_question_names_lifts_rows_carrying_it(backend, ranker):
-    ranker.set({"memory_key": "a", "value": SAME, "entities": ["Marketing"]},
-               {"memory_key": "b", "value": SAME, "entities": ["Dana"]})  # fmt: skip
+    ranker.set(
+        {"memory_key": "a", "value": SAME, "entities": ["Marketing"]},
+        {"memory_key": "b", "value": SAME, "entities": ["Dana"]},
+    )
     reply = ranker.search("what did Dana say about the quarterly report", explain=True)
     assert reply.json["query_entities"] == ["dana"]
     assert order(reply) == ["b", "a"]

@@ -55,7 +55,9 @@ def test_cohere_reorders_the_pool_and_explain_shows_each_move(backend, cohere, r
     sent = cohere.rerank_requests()[0]
     assert sent.body["model"] == "rerank-v3.5" and sent.body["query"] == QUERY
     assert sent.headers["authorization"] == "Bearer co-test-key"
-    assert [doc.split()[1] for doc in sent.body["documents"][:1]] == [plain.json["hits"][0]["content_excerpt"].split()[1]]
+    assert [doc.split()[1] for doc in sent.body["documents"][:1]] == [
+        plain.json["hits"][0]["content_excerpt"].split()[1]
+    ]
     hits, before = reranked.json["hits"], {h["memory_key"]: h for h in plain.json["hits"]}
     top = hits[0]["score_components"]
     assert (top["rerank_from"], top["rerank_pos"], top["rerank_delta"]) == (3.0, 1.0, 2.0)
@@ -115,7 +117,9 @@ def test_a_reranker_without_its_key_is_named_in_degraded(backend, ranker, settin
 
 def test_an_operator_endpoint_is_called_by_name_with_its_key(backend, model_server, endpoints, ranker, monkeypatch):
     monkeypatch.setenv("OUR_RERANK_KEY", "sk-ours")
-    endpoints({"ours": {"url": f"{model_server.url}/custom/rerank", "model": "bge-reranker", "api_key_env": "OUR_RERANK_KEY"}})
+    endpoints(
+        {"ours": {"url": f"{model_server.url}/custom/rerank", "model": "bge-reranker", "api_key_env": "OUR_RERANK_KEY"}}
+    )
     ranker.set(*ROWS)
     fused = keys(ranker.search(QUERY))
     model_server.script(Answer(ranking=[1, 0, 2]))

@@ -29,20 +29,29 @@ def test_a_lowercase_word_embeds_as_the_rows_spell_it(backend, openai_embedder, 
     again = agent.search("datalakecatalog metadata")  # the answer is remembered: only the respelled text is asked for
     assert work(again)["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
     trace = agent.call("memory.search_trace", {"query": "datalakecatalog metadata"}, agent.token).json
-    assert (trace["query_spellings"], trace["query_spellings_skipped"]) == ({"datalakecatalog": "DataLakeCatalog"}, False)
+    assert (trace["query_spellings"], trace["query_spellings_skipped"]) == (
+        {"datalakecatalog": "DataLakeCatalog"},
+        False,
+    )
 
 
-@pytest.mark.parametrize("rows, query", [
-    # one row is no evidence of how the corpus spells a word
-    ([{"memory_key": "a", "value": "the DataLakeCatalog keeps metadata"}], "datalakecatalog"),
-    # twice as many rows must use the identifier as write the word plainly
-    (CATALOG[:2] + [{"memory_key": f"p{i}", "value": f"datalakecatalog note {i}"} for i in range(2)], "datalakecatalog"),
-    # a sentence-initial capital is title case, which counts as plain
-    ([{"memory_key": f"w{i}", "value": f"What runs at night? job {i}"} for i in range(3)], "what runs"),
-    # words of fewer than four letters, and queries over LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS, stay as typed
-    ([{"memory_key": f"k{i}", "value": f"the KeY rotates {i}"} for i in range(3)], "key"),
-    (CATALOG, "where does the datalakecatalog keep the table metadata"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rows, query",
+    [
+        # one row is no evidence of how the corpus spells a word
+        ([{"memory_key": "a", "value": "the DataLakeCatalog keeps metadata"}], "datalakecatalog"),
+        # twice as many rows must use the identifier as write the word plainly
+        (
+            CATALOG[:2] + [{"memory_key": f"p{i}", "value": f"datalakecatalog note {i}"} for i in range(2)],
+            "datalakecatalog",
+        ),
+        # a sentence-initial capital is title case, which counts as plain
+        ([{"memory_key": f"w{i}", "value": f"What runs at night? job {i}"} for i in range(3)], "what runs"),
+        # words of fewer than four letters, and queries over LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS, stay as typed
+        ([{"memory_key": f"k{i}", "value": f"the KeY rotates {i}"} for i in range(3)], "key"),
+        (CATALOG, "where does the datalakecatalog keep the table metadata"),
+    ],
+)
 def test_no_rewrite_without_the_evidence(backend, agent, rows, query):
     agent.set(*rows)
     assert work(agent.search(query)) == {"query_spellings": {}, "query_spellings_skipped": False}

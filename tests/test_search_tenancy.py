@@ -14,11 +14,16 @@ def test_all_mine_stays_within_the_tokens_namespaces(backend, alice, call):
     for namespace in ("ops", "hr"):
         call("memory.set", {"namespace": namespace, "memory_key": "k", "value": "quarterly review notes"}, writer)
     scoped = alice.token("viewer", namespaces=["ops"])
-    reply = call("memory.search", {"namespace": "ops", "query": "quarterly review", "namespace_scope": "all_mine"}, scoped)
+    reply = call(
+        "memory.search", {"namespace": "ops", "query": "quarterly review", "namespace_scope": "all_mine"}, scoped
+    )
     assert reply.json["namespaces_searched"] == ["ops"] and {h["namespace"] for h in reply.json["hits"]} == {"ops"}
     assert call("memory.search", {"namespace": "hr", "query": "q"}, scoped).error == "NAMESPACE_FORBIDDEN"
-    org_wide = call("memory.search", {"namespace": "ops", "query": "quarterly review", "namespace_scope": "all_mine"},
-                    alice.token("viewer")).json  # fmt: skip
+    org_wide = call(
+        "memory.search",
+        {"namespace": "ops", "query": "quarterly review", "namespace_scope": "all_mine"},
+        alice.token("viewer"),
+    ).json
     assert org_wide["namespaces_searched"] == ["ops", "hr"]
 
 
@@ -31,13 +36,21 @@ def test_outcome_needs_a_writer_and_search_a_viewer(backend, alice, call):
 def test_read_scope_narrows_to_the_requests_user_and_session(backend, alice, call):
     writer = alice.token("writer")
     for user, session in (("u1", "s1"), ("u1", "s2"), ("u2", "s3")):
-        call("memory.set", {"memory_key": f"{user}.{session}", "value": "my notes", "user_id": user,
-                            "session_id": session}, writer)  # fmt: skip
+        call(
+            "memory.set",
+            {"memory_key": f"{user}.{session}", "value": "my notes", "user_id": user, "session_id": session},
+            writer,
+        )
     viewer = alice.token("viewer")
-    own_user = call("memory.search", {"query": "notes", "read_scope": "own_user", "user_id": "u1", "min_similarity": 0}, viewer)
+    own_user = call(
+        "memory.search", {"query": "notes", "read_scope": "own_user", "user_id": "u1", "min_similarity": 0}, viewer
+    )
     assert sorted(h["memory_key"] for h in own_user.json["hits"]) == ["u1.s1", "u1.s2"]
-    own_session = call("memory.search", {"query": "notes", "read_scope": "own_session", "user_id": "u1",
-                                         "session_id": "s2", "min_similarity": 0}, viewer)  # fmt: skip
+    own_session = call(
+        "memory.search",
+        {"query": "notes", "read_scope": "own_session", "user_id": "u1", "session_id": "s2", "min_similarity": 0},
+        viewer,
+    )
     assert [h["memory_key"] for h in own_session.json["hits"]] == ["u1.s2"]
 
 

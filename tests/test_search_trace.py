@@ -4,9 +4,13 @@ import pytest
 
 
 def test_search_trace_scores_the_vector_leg_alone(backend, agent, call):
-    agent.set({"memory_key": "deploy", "value": "production deploys run on tuesday", "entities": ["prod"]},
-              {"memory_key": "food", "value": "the cafeteria serves soup"})  # fmt: skip
-    reply = call("memory.search_trace", {"query": "production deploys", "entity_filter": ["prod"], "top_k": 5}, agent.token)
+    agent.set(
+        {"memory_key": "deploy", "value": "production deploys run on tuesday", "entities": ["prod"]},
+        {"memory_key": "food", "value": "the cafeteria serves soup"},
+    )
+    reply = call(
+        "memory.search_trace", {"query": "production deploys", "entity_filter": ["prod"], "top_k": 5}, agent.token
+    )
     assert reply.status == 200
     [hit] = reply.json["hits"]  # entity_filter filters here too
     assert (hit["memory_key"], hit["rank"], hit["source"]) == ("deploy", 1, "fact")
@@ -37,7 +41,9 @@ def test_every_search_appends_a_trace_row_when_enabled(backend, agent, call, set
     assert len(rows) == 2
     newest, oldest = rows
     assert (newest["abstain"], newest["abstain_code"], newest["retrieval_risk"]) == (True, "below_threshold", "abstain")
-    assert oldest["keys"] == ["deploy"] and oldest["scores"] == [pytest.approx(found["hits"][0]["rank_score"], abs=1e-6)]
+    assert oldest["keys"] == ["deploy"] and oldest["scores"] == [
+        pytest.approx(found["hits"][0]["rank_score"], abs=1e-6)
+    ]
     assert oldest["run_id"] == "run-7" and oldest["op"] == "memory.search" and oldest["trace_id"] == found["trace_id"]
     assert oldest["latency_ms"] > 0 and "embed" in oldest["stage_ms"] and "leg_vector" in oldest["stage_ms"]
     assert oldest["query"] == "" and oldest["query_captured"] is False  # no consent, no text

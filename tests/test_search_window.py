@@ -10,12 +10,28 @@ def keys(reply):
 
 def test_filters_narrow_the_window(backend, ranker):
     ranker.set(
-        {"memory_key": "fact", "value": SAME, "memory_type": "fact", "tags": ["a"], "category": "work",
-         "user_id": "u1", "session_id": "s1", "run_id": "r1"},
-        {"memory_key": "pref", "value": SAME, "memory_type": "preference", "tags": ["b"], "category": "home",
-         "user_id": "u2", "session_id": "s2", "run_id": "r2"},
+        {
+            "memory_key": "fact",
+            "value": SAME,
+            "memory_type": "fact",
+            "tags": ["a"],
+            "category": "work",
+            "user_id": "u1",
+            "session_id": "s1",
+            "run_id": "r1",
+        },
+        {
+            "memory_key": "pref",
+            "value": SAME,
+            "memory_type": "preference",
+            "tags": ["b"],
+            "category": "home",
+            "user_id": "u2",
+            "session_id": "s2",
+            "run_id": "r2",
+        },
         {"memory_key": "thought", "value": SAME, "memory_type": "reflection"},
-    )  # fmt: skip
+    )
     assert keys(ranker.search("report")) == ["fact", "pref"]  # reflections only when asked
     assert keys(ranker.search("report", memory_type="reflection")) == ["thought"]
     assert keys(ranker.search("report", memory_type="preference")) == ["pref"]
@@ -29,8 +45,10 @@ def test_filters_narrow_the_window(backend, ranker):
 
 
 def test_filters_hold_for_rows_only_a_lexical_leg_found(backend, ranker):
-    ranker.set({"memory_key": "mine", "value": "zebra notes", "user_id": "u1"},
-               {"memory_key": "theirs", "value": "zebra notes", "user_id": "u2"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "mine", "value": "zebra notes", "user_id": "u1"},
+        {"memory_key": "theirs", "value": "zebra notes", "user_id": "u2"},
+    )
     for mode in ("lexical", "rrf", "bm25_hybrid"):
         reply = ranker.search("zebra", search_mode=mode, user_id="u1")
         assert keys(reply) == ["mine"] and reply.json["candidates_total"] == 1, mode
@@ -56,8 +74,10 @@ def test_superseded_and_deleted_rows_are_hidden_unless_asked(backend, ranker, ca
 
 
 def test_high_sensitivity_rows_are_never_served(backend, ranker):
-    ranker.set({"memory_key": "secret", "value": "the deploy password: hunter2hunter2"},
-               {"memory_key": "open", "value": "the deploy checklist"})  # fmt: skip
+    ranker.set(
+        {"memory_key": "secret", "value": "the deploy password: hunter2hunter2"},
+        {"memory_key": "open", "value": "the deploy checklist"},
+    )
     assert keys(ranker.search("deploy password", search_mode="rrf")) == ["open"]
 
 
@@ -86,8 +106,10 @@ def test_the_per_key_cap_bounds_rows_of_one_key(backend, ranker, settings):
 
 
 def test_the_floor_readmits_tags_or_drops_weak_rows(backend, agent):
-    agent.set({"memory_key": "weak", "value": "lunch menu for the offsite"},
-              {"memory_key": "strong", "value": "quarterly finance report due friday"})  # fmt: skip
+    agent.set(
+        {"memory_key": "weak", "value": "lunch menu for the offsite"},
+        {"memory_key": "strong", "value": "quarterly finance report due friday"},
+    )
     readmit = agent.search("quarterly finance report", min_similarity=0.5).json["hits"]
     assert [(h["memory_key"], h["below_threshold"]) for h in readmit] == [("strong", False), ("weak", True)]
     assert readmit[1]["content_excerpt"]
@@ -99,8 +121,10 @@ def test_the_floor_readmits_tags_or_drops_weak_rows(backend, agent):
 
 
 def test_a_readmitted_row_never_sits_above_a_confident_one(backend, agent):
-    agent.set({"memory_key": "weak", "value": "lunch menu", "confidence": 1.0, "tags": ["t"]},
-              {"memory_key": "strong", "value": "quarterly finance report", "confidence": 0.0})  # fmt: skip
+    agent.set(
+        {"memory_key": "weak", "value": "lunch menu", "confidence": 1.0, "tags": ["t"]},
+        {"memory_key": "strong", "value": "quarterly finance report", "confidence": 0.0},
+    )
     hits = agent.search("quarterly finance report", min_similarity=0.3, tags_soft=["t"], search_mode="lexical").json
     assert [h["memory_key"] for h in hits["hits"]] == ["strong", "weak"]
 
@@ -130,7 +154,9 @@ def test_a_chunk_hit_folds_onto_its_parent(backend, ranker, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 150
     filler = " ".join(f"routine paragraph {i} about office plants and coffee." for i in range(20))
-    ranker.set({"memory_key": "runbook", "value": filler + " To roll back a release run kubectl rollout undo deployment web."})
+    ranker.set(
+        {"memory_key": "runbook", "value": filler + " To roll back a release run kubectl rollout undo deployment web."}
+    )
     hit = ranker.search("roll back a release kubectl rollout undo", explain=True).json["hits"][0]
     assert (hit["memory_key"], hit["source"], hit["parent_memory_key"]) == ("runbook", "chunk", "runbook")
     assert "kubectl rollout undo" in hit["content_excerpt"]
@@ -143,8 +169,17 @@ def test_all_mine_searches_the_callers_other_namespaces_up_to_the_cap(backend, a
     token = alice.token("writer", namespaces=["home", "n1", "n2"])
     for namespace in ("home", "n1", "n2"):
         call("memory.set", {"namespace": namespace, "memory_key": f"{namespace}.k", "value": SAME}, token)
-    reply = call("memory.search", {"namespace": "home", "query": "quarterly report", "namespace_scope": "all_mine",
-                                   "min_similarity": 0, "explain": True}, token)  # fmt: skip
+    reply = call(
+        "memory.search",
+        {
+            "namespace": "home",
+            "query": "quarterly report",
+            "namespace_scope": "all_mine",
+            "min_similarity": 0,
+            "explain": True,
+        },
+        token,
+    )
     assert reply.json["namespaces_searched"] == ["home", "n1", "n2"]
     foreign = {h["memory_key"]: h["score_components"].get("foreign") for h in reply.json["hits"]}
     assert foreign == {"home.k": None, "n1.k": 1.0, "n2.k": 1.0}
@@ -159,15 +194,25 @@ def test_all_mine_searches_the_callers_other_namespaces_up_to_the_cap(backend, a
 def test_namespace_defaults_shape_the_window(backend, agent, call, settings):
     settings.LOOM_WRITE_GATES = False  # five copies of one value, all served
     agent.set(*[{"memory_key": f"k{i}", "value": SAME} for i in range(5)])
-    call("namespace.register", {"namespace": "default", "retrieval_defaults": {"top_k": 2, "bodies": "full"}}, agent.token)
+    call(
+        "namespace.register",
+        {"namespace": "default", "retrieval_defaults": {"top_k": 2, "bodies": "full"}},
+        agent.token,
+    )
     hits = agent.search("quarterly report").json["hits"]
     assert len(hits) == 2 and hits[0]["value"] == SAME
     assert len(agent.search("quarterly report", top_k=3).json["hits"]) == 3
 
 
 def test_render_reader_returns_the_window_as_one_text_block(backend, ranker):
-    ranker.set({"memory_key": "deploy", "value": "quarterly report deploys run on tuesdays", "valid_at": "2026-03-02T00:00:00Z"},
-               {"memory_key": "soup", "value": "the cafeteria serves soup", "valid_at": "2026-01-09T00:00:00Z"})  # fmt: skip
+    ranker.set(
+        {
+            "memory_key": "deploy",
+            "value": "quarterly report deploys run on tuesdays",
+            "valid_at": "2026-03-02T00:00:00Z",
+        },
+        {"memory_key": "soup", "value": "the cafeteria serves soup", "valid_at": "2026-01-09T00:00:00Z"},
+    )
     reply = ranker.search("quarterly report deploys", render="reader", bodies="full", top_k=2).json
     order = [hit["memory_key"] for hit in reply["hits"]]
     assert order[0] == "deploy"

@@ -6,23 +6,34 @@ import pytest
 from retrieval import clickhouse, sentences
 from retrieval.providers import customer
 
-TURN = ("Caroline: I went to the LGBTQ support group yesterday and it was so powerful. "
-        "Wow! My cat also learned to open the fridge door last week.")  # fmt: skip
+TURN = (
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful. "
+    "Wow! My cat also learned to open the fridge door last week."
+)
 
 
 @pytest.mark.parametrize(
     "text,expected",
     [
-        (TURN, ["Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-                "Caroline: My cat also learned to open the fridge door last week."]),
+        (
+            TURN,
+            [
+                "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+                "Caroline: My cat also learned to open the fridge door last week.",
+            ],
+        ),
         ("Deploys are frozen on Fridays after noon.", ["Deploys are frozen on Fridays after noon."]),
-        ("See http://wiki/deploys for the rules. Ask the release manager first.",
-         ["See http://wiki/deploys for the rules.", "Ask the release manager first."]),
+        (
+            "See http://wiki/deploys for the rules. Ask the release manager first.",
+            ["See http://wiki/deploys for the rules.", "Ask the release manager first."],
+        ),
         ("Thanks! Great!", ["Thanks! Great!"]),  # no sentence of three words: the text itself
-        ("Backups run nightly at two\nRestores are tested every month", ["Backups run nightly at two",
-                                                                          "Restores are tested every month"]),
+        (
+            "Backups run nightly at two\nRestores are tested every month",
+            ["Backups run nightly at two", "Restores are tested every month"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_value_is_cut_into_its_sentences_each_keeping_the_speaker(text, expected):
     assert sentences.pieces(text) == expected
 

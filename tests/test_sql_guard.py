@@ -38,9 +38,15 @@ def interpolations():
         if relative.startswith((".venv/", "tests/", "bench/")):
             continue
         for node in ast.walk(ast.parse(path.read_text(), relative)):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXECUTE
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "clickhouse" and node.args
-                    and isinstance(node.args[0], ast.JoinedStr)):  # fmt: skip
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in EXECUTE
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "clickhouse"
+                and node.args
+                and isinstance(node.args[0], ast.JoinedStr)
+            ):
                 for part in node.args[0].values:
                     if isinstance(part, ast.FormattedValue):
                         yield relative, part.lineno, part.value
@@ -66,13 +72,16 @@ def allowed(relative: str, expression: ast.expr) -> bool:
 def test_sql_interpolates_only_code_made_sql():
     found = list(interpolations())
     assert len(found) > 40  # the scan sees the statements it guards
-    refused = [f"{relative}:{line}: {{{ast.unparse(expression)}}}" for relative, line, expression in found
-               if not allowed(relative, expression)]  # fmt: skip
+    refused = [
+        f"{relative}:{line}: {{{ast.unparse(expression)}}}"
+        for relative, line, expression in found
+        if not allowed(relative, expression)
+    ]
     assert refused == []
 
 
 def test_the_guard_refuses_a_value_pasted_into_sql():
-    statement = ast.parse('clickhouse.query(f"SELECT * FROM memories WHERE memory_key = \'{memory_key}\'")')
+    statement = ast.parse("clickhouse.query(f\"SELECT * FROM memories WHERE memory_key = '{memory_key}'\")")
     value = statement.body[0].value.args[0].values[1].value
     assert not allowed("retrieval/reads.py", value)
     assert not allowed("retrieval/reads.py", ast.parse("request.query").body[0].value)

@@ -9,11 +9,18 @@ from retrieval import vector_mirror
 ROWS = [
     {"memory_key": f"k{i:02d}", "value": text}
     for i, text in enumerate(
-        ["production deploys run on tuesday", "deploys to staging run daily", "the cafeteria serves soup",
-         "backups run nightly at two", "production database lives in frankfurt", "deploy freeze in december",
-         "a note about reflections", "tuesday standup moved to ten"]
+        [
+            "production deploys run on tuesday",
+            "deploys to staging run daily",
+            "the cafeteria serves soup",
+            "backups run nightly at two",
+            "production database lives in frankfurt",
+            "deploy freeze in december",
+            "a note about reflections",
+            "tuesday standup moved to ten",
+        ]
     )
-]  # fmt: skip
+]
 # The last reads its rows by date: the temporal leg, from the mirror too.
 QUERIES = ["when do production deploys run", "what runs nightly", "soup", "deploy freeze", "what ran on 2 March 2026"]
 
@@ -31,9 +38,16 @@ def answers(agent, **fields):
 
 
 def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
-    dated = {"memory_key": "dated", "value": "the audit ran on monday", "valid_at": "2026-03-02T10:00:00.123Z",
-             "tags": ["ops"], "entities": ["Audit"]}
-    agent.set(*ROWS, dated, {"memory_key": "thought", "value": "production deploys feel slow", "memory_type": "reflection"})
+    dated = {
+        "memory_key": "dated",
+        "value": "the audit ran on monday",
+        "valid_at": "2026-03-02T10:00:00.123Z",
+        "tags": ["ops"],
+        "entities": ["Audit"],
+    }
+    agent.set(
+        *ROWS, dated, {"memory_key": "thought", "value": "production deploys feel slow", "memory_type": "reflection"}
+    )
     settings.LOOM_VECTOR_MIRROR = False
     scanned = answers(agent)
     settings.LOOM_VECTOR_MIRROR = True
@@ -53,7 +67,9 @@ def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend
     assert agent.search("where is the quarterly offsite").json["hits"][0]["memory_key"] == "fresh"
     agent.set({"memory_key": "fresh", "value": "the quarterly offsite moved to porto"})
     hits = agent.search("where is the quarterly offsite", min_similarity=0, top_k=10).json["hits"]
-    assert [h["content_excerpt"] for h in hits if h["memory_key"] == "fresh"] == ["the quarterly offsite moved to porto"]
+    assert [h["content_excerpt"] for h in hits if h["memory_key"] == "fresh"] == [
+        "the quarterly offsite moved to porto"
+    ]
     agent.call("memory.delete", {"memory_key": "fresh"}, agent.token)
     keys = [h["memory_key"] for h in agent.search("quarterly offsite porto", min_similarity=0, top_k=10).json["hits"]]
     assert "fresh" not in keys
@@ -96,7 +112,9 @@ def test_writes_made_while_the_mirror_loads_are_applied_on_top_of_it(backend, ag
     wait_for_mirror(agent)
     keys = [h["memory_key"] for h in agent.search("quarterly offsite lisbon", min_similarity=0, top_k=10).json["hits"]]
     assert keys[0] == "during"
-    assert "k00" not in [h["memory_key"] for h in agent.search("production deploys run", min_similarity=0, top_k=10).json["hits"]]
+    assert "k00" not in [
+        h["memory_key"] for h in agent.search("production deploys run", min_similarity=0, top_k=10).json["hits"]
+    ]
 
 
 def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agent, settings):
@@ -116,8 +134,9 @@ def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agen
         pytest.skip("the mirror serves the embedded engine only")
     agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
     wait_for_mirror(agent)
-    agent.set(*ROWS, {"memory_key": "dated", "value": "the audit ran on monday",
-                      "valid_at": "2026-03-02T10:00:00.123456Z"})  # fmt: skip
+    agent.set(
+        *ROWS, {"memory_key": "dated", "value": "the audit ran on monday", "valid_at": "2026-03-02T10:00:00.123456Z"}
+    )
     mirrored = answers(agent)  # served from the write notices: value and dates held in process
     settings.LOOM_VECTOR_MIRROR = False
     assert answers(agent) == mirrored  # created_at and valid_at at ClickHouse's millisecond, not the notice's

@@ -49,8 +49,10 @@ def test_a_close_value_carries_a_conflict_verdict(path, agent, settings):
 def test_rows_of_another_writer_user_or_session_are_never_the_canonical(path, agent):
     stored(agent, {"memory_key": "a", "value": DARK, "user_id": "u1"})
     assert stored(agent, {"memory_key": "b", "value": DARK, "user_id": "u2"})[0]["duplicate_of"] is None
-    assert stored(agent, {"memory_key": "c", "value": DARK, "user_id": "u1", "session_id": "s9"})[0][
-        "duplicate_of"] is None  # fmt: skip
+    assert (
+        stored(agent, {"memory_key": "c", "value": DARK, "user_id": "u1", "session_id": "s9"})[0]["duplicate_of"]
+        is None
+    )
     assert agent.hits("dark theme", user_id="u2", read_scope="own_user", min_similarity=0) == ["b"]
 
 
@@ -72,7 +74,10 @@ def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, ag
 
 def test_of_two_copies_in_one_batch_the_first_is_the_canonical(path, agent):
     first, second, third = stored(
-        agent, {"memory_key": "a", "value": DARK}, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": DARK}
+        agent,
+        {"memory_key": "a", "value": DARK},
+        {"memory_key": "b", "value": DARK},
+        {"memory_key": "c", "value": DARK},
     )
     assert (first["duplicate_of"], second["duplicate_of"], third["duplicate_of"]) == (None, "a", "a")
     assert "a" in agent.hits("dark theme", min_similarity=0)
@@ -128,23 +133,29 @@ def test_forty_templated_deploy_events_are_forty_searchable_rows(path, agent, se
     assert sorted(found) == sorted(e["memory_key"] for e in deploys)
 
 
-@pytest.mark.parametrize("copy", [
-    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back",  # the same fact, word for word
-    "Jonas Berg deployed web-app v4.2.3 on 2026-10-27 and it was rolled back",  # reworded, same markers
-])
+@pytest.mark.parametrize(
+    "copy",
+    [
+        "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back",  # the same fact, word for word
+        "Jonas Berg deployed web-app v4.2.3 on 2026-10-27 and it was rolled back",  # reworded, same markers
+    ],
+)
 def test_a_copy_with_the_same_numbers_and_names_is_still_a_duplicate(path, agent, settings, copy):
     settings.LOOM_DUPLICATE_THRESHOLD = 0.5
     stored(agent, {"memory_key": "d1", "value": "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back"})
     assert stored(agent, {"memory_key": "d2", "value": copy})[0]["duplicate_of"] == "d1"
 
 
-@pytest.mark.parametrize("other", [
-    "web-app v4.2.4 deployed by Jonas Berg on 2026-10-27; rolled back",  # version
-    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-28; rolled back",  # date
-    "web-app v4.2.3 deployed by Lena Berg on 2026-10-27; rolled back",  # name
-    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back 2 times",  # number
-    "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27 from build_7731; rolled back",  # identifier
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        "web-app v4.2.4 deployed by Jonas Berg on 2026-10-27; rolled back",  # version
+        "web-app v4.2.3 deployed by Jonas Berg on 2026-10-28; rolled back",  # date
+        "web-app v4.2.3 deployed by Lena Berg on 2026-10-27; rolled back",  # name
+        "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back 2 times",  # number
+        "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27 from build_7731; rolled back",  # identifier
+    ],
+)
 def test_one_marker_apart_is_another_fact(path, agent, settings, other):
     settings.LOOM_DUPLICATE_THRESHOLD = 0.5
     stored(agent, {"memory_key": "d1", "value": "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back"})

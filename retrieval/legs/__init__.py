@@ -73,19 +73,22 @@ Hit = tuple[RowId, dict, dict | None, dict | None]
 
 def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
     """Pair each result row's identity with the signals `signals(row)` reads off it."""
-    return [
-        (row_id(r), signals(r), None, None)
-        for r in rows
-    ]
+    return [(row_id(r), signals(r), None, None) for r in rows]
 
 
 def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
     from retrieval.legs import bm25, chunks, entity, graph, lexical, related, temporal, vector
 
     legs = {
-        "vector": vector.run, "chunks": chunks.run, "lexical": lexical.run, "bm25": bm25.run,
-        "entity": entity.run, "graph": graph.run, "temporal": temporal.run, "related": related.run,
-    }  # fmt: skip
+        "vector": vector.run,
+        "chunks": chunks.run,
+        "lexical": lexical.run,
+        "bm25": bm25.run,
+        "entity": entity.run,
+        "graph": graph.run,
+        "temporal": temporal.run,
+        "related": related.run,
+    }
     # The legs are independent statements: run them side by side, then merge in a fixed order.
     running = {name: clickhouse.on_the_side(_timed, leg, ctx) for name, leg in legs.items() if name in ctx.plan.legs}
     for name, future in running.items():

@@ -18,10 +18,20 @@ def run(ctx: Context):
     mirrors = mirrored(ctx)
     if mirrors is not None:
         found = [hit for mirror in mirrors for hit in mirror.dated_within(start, end, ctx.plan.pool_size)]
-        found.sort(key=lambda hit: (hit[1], hit[0].memory_key, hit[0].namespace, hit[0].agent, hit[0].session_id,
-                                    hit[0].version))  # fmt: skip
-        return [(row_id, {"temporal": max(0.0, 1 - off_by / half)}, None, None)
-                for row_id, off_by, _ in found[: ctx.plan.pool_size]]  # fmt: skip
+        found.sort(
+            key=lambda hit: (
+                hit[1],
+                hit[0].memory_key,
+                hit[0].namespace,
+                hit[0].agent,
+                hit[0].session_id,
+                hit[0].version,
+            )
+        )
+        return [
+            (row_id, {"temporal": max(0.0, 1 - off_by / half)}, None, None)
+            for row_id, off_by, _ in found[: ctx.plan.pool_size]
+        ]
     rows = clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version,

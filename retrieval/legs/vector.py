@@ -4,8 +4,6 @@ The key axis scores least(value distance, key distance): a question that names
 the attribute a key encodes finds the row by its key.
 """
 
-import numpy as np
-
 from retrieval import clickhouse, vector_mirror
 from retrieval.eligibility import IDENTITY_TYPE
 from retrieval.legs import TIE_BREAK, Context, Hit
@@ -52,8 +50,13 @@ def run(ctx: Context):
 def mirrored(ctx: Context) -> list | None:
     """The namespaces' mirrors, when they hold exactly the rows this search may read (else None: read ClickHouse)."""
     found = ctx.eligible
-    if (not vector_mirror.enabled() or found.narrowed or found.statuses != ["active"] or not found.hide_reflections
-            or not found.hide_duplicates):  # fmt: skip
+    if (
+        not vector_mirror.enabled()
+        or found.narrowed
+        or found.statuses != ["active"]
+        or not found.hide_reflections
+        or not found.hide_duplicates
+    ):
         return None
     mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model) for namespace in ctx.namespaces]
     return None if any(mirror is None for mirror in mirrors) else mirrors
@@ -65,8 +68,16 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     if mirrors is None:
         return None
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
-    best.sort(key=lambda hit: (-max(hit[1], hit[2]), hit[0].memory_key, hit[0].namespace, hit[0].agent,
-                               hit[0].session_id, hit[0].version))  # fmt: skip
+    best.sort(
+        key=lambda hit: (
+            -max(hit[1], hit[2]),
+            hit[0].memory_key,
+            hit[0].namespace,
+            hit[0].agent,
+            hit[0].session_id,
+            hit[0].version,
+        )
+    )
     return [
         (row_id, {"value_similarity": value, "key_similarity": key}, None, meta)
         for row_id, value, key, meta in best[: ctx.plan.pool_size]

@@ -156,9 +156,7 @@ def switched_off_orgs() -> frozenset[str]:
 
 
 def _read_off() -> list[str]:
-    rows = clickhouse.query_rows(
-        "SELECT org FROM org_model_calls GROUP BY org HAVING NOT argMax(enabled, changed_at)"
-    )
+    rows = clickhouse.query_rows("SELECT org FROM org_model_calls GROUP BY org HAVING NOT argMax(enabled, changed_at)")
     return [row[0] for row in rows]
 
 
@@ -223,8 +221,9 @@ def _answered(response) -> None:
                 if kind == "refused":
                     raise GatewayRefused(message, response.status_code, error.get("code"))
                 wait = float(response.headers.get("retry-after") or 1)
-                raise GatewayDeferred(message + f"; retry after {wait:g} s", response.status_code, error.get("code"),
-                                      wait)  # fmt: skip
+                raise GatewayDeferred(
+                    message + f"; retry after {wait:g} s", response.status_code, error.get("code"), wait
+                )
 
 
 def _attribute(request) -> None:
@@ -271,9 +270,16 @@ def _identity_headers(attribution: Attribution, org: str) -> dict[str, str]:
     renders empty."""
     subject = attribution.subject
     agent = match.group("agent") if (match := _AGENT_SUBJECT.match(subject)) else ""
-    values = defaultdict(str, org=org, namespace=attribution.namespace, subject=subject, agent=agent, tenant="",
-                         email=subject if _EMAIL.match(subject) else "",
-                         user_id=attribution.user_id if attribution.user_id not in ("", "-") else subject)  # fmt: skip
+    values = defaultdict(
+        str,
+        org=org,
+        namespace=attribution.namespace,
+        subject=subject,
+        agent=agent,
+        tenant="",
+        email=subject if _EMAIL.match(subject) else "",
+        user_id=attribution.user_id if attribution.user_id not in ("", "-") else subject,
+    )
     rendered, agent_whole = {}, True
     for name, template in json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}").items():
         names = {field for _, field, _, _ in string.Formatter().parse(template) if field}

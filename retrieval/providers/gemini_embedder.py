@@ -30,18 +30,25 @@ class GeminiEmbedder:
         import httpx2
 
         remote.guard_input(self.provider, texts, TOKEN_LIMIT)
-        body = {"requests": [
-            {"model": f"models/{self.model_name}", "content": {"parts": [{"text": text}]},
-             "outputDimensionality": self.dim}
-            for text in texts
-        ]}  # fmt: skip
+        body = {
+            "requests": [
+                {
+                    "model": f"models/{self.model_name}",
+                    "content": {"parts": [{"text": text}]},
+                    "outputDimensionality": self.dim,
+                }
+                for text in texts
+            ]
+        }
 
         def send():
             try:
                 answer = self._client.post(
-                    self._url, json=body, headers={"x-goog-api-key": self._key},
+                    self._url,
+                    json=body,
+                    headers={"x-goog-api-key": self._key},
                     timeout=timeout or settings.LOOM_HTTP_CLIENT_TIMEOUT_S,
-                )  # fmt: skip
+                )
             except httpx2.TransportError as exc:
                 raise remote.Transient(None, type(exc).__name__) from exc
             if answer.status_code in remote.RETRY_STATUSES:

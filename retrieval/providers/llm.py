@@ -73,9 +73,10 @@ class OpenAILLM:
             fields = self.traits.shape(wanted, reserve)
             try:
                 answer = self._client.chat.completions.create(
-                    model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                    model=self.model,
+                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                     **fields,
-                )  # fmt: skip
+                )
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             details = getattr(answer.usage, "completion_tokens_details", None)
@@ -84,8 +85,12 @@ class OpenAILLM:
             return answer
 
         def attempt(reserve: int | None = None):
-            return remote.with_retries(self.provider, lambda: send(reserve), settings.LOOM_LLM_RETRY_ATTEMPTS,
-                                       settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+            return remote.with_retries(
+                self.provider,
+                lambda: send(reserve),
+                settings.LOOM_LLM_RETRY_ATTEMPTS,
+                settings.LOOM_LLM_RETRY_MAX_WAIT_S,
+            )
 
         answer = attempt()
         choice = answer.choices[0]
@@ -93,9 +98,14 @@ class OpenAILLM:
             answer = attempt(settings.LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX)
         usage = answer.usage
         details = getattr(usage, "prompt_tokens_details", None)
-        return LLMResult(answer.choices[0].message.content or "", self.provider, answer.model or self.model,
-                         usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
-                         cached_input_tokens=getattr(details, "cached_tokens", 0) or 0)  # fmt: skip
+        return LLMResult(
+            answer.choices[0].message.content or "",
+            self.provider,
+            answer.model or self.model,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+            cached_input_tokens=getattr(details, "cached_tokens", 0) or 0,
+        )
 
 
 class AnthropicLLM:
@@ -119,9 +129,12 @@ class AnthropicLLM:
         self._errors = (anthropic.APIStatusError, anthropic.APIConnectionError)
         self.model = model
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=settings.ANTHROPIC_BASE_URL or None, max_retries=0,
-            timeout=settings.LOOM_LLM_REQUEST_TIMEOUT_S, http_client=customer.gateway_http_client(anthropic.DefaultHttpxClient),
-        )  # fmt: skip
+            api_key=api_key,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            max_retries=0,
+            timeout=settings.LOOM_LLM_REQUEST_TIMEOUT_S,
+            http_client=customer.gateway_http_client(anthropic.DefaultHttpxClient),
+        )
         self.traits = Traits(model, cap_field="max_tokens")
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
@@ -136,21 +149,29 @@ class AnthropicLLM:
             optional = {name: value for name, value in fields.items() if name != "max_tokens"}  # as the body has it:
             try:  # the SDK's signature changes across releases; the API takes what a 400 has not refused
                 answer = self._client.messages.create(
-                    model=self.model, max_tokens=fields["max_tokens"], messages=[{"role": "user", "content": user}],
+                    model=self.model,
+                    max_tokens=fields["max_tokens"],
+                    messages=[{"role": "user", "content": user}],
                     system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
                     extra_body=optional,
-                )  # fmt: skip
+                )
             except self._errors as exc:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             text = "".join(block.text for block in answer.content if block.type == "text")
             usage = answer.usage
-            return LLMResult(_unfenced(text) if response_format else text, self.provider, answer.model or self.model,
-                             usage.input_tokens, usage.output_tokens,
-                             cached_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
-                             cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0)  # fmt: skip
+            return LLMResult(
+                _unfenced(text) if response_format else text,
+                self.provider,
+                answer.model or self.model,
+                usage.input_tokens,
+                usage.output_tokens,
+                cached_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+                cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+            )
 
-        return remote.with_retries(self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS,
-                                   settings.LOOM_LLM_RETRY_MAX_WAIT_S)  # fmt: skip
+        return remote.with_retries(
+            self.provider, send, settings.LOOM_LLM_RETRY_ATTEMPTS, settings.LOOM_LLM_RETRY_MAX_WAIT_S
+        )
 
 
 def _learned(client, exc: Exception, sent: dict) -> Exception:
@@ -194,8 +215,15 @@ class Served:
         self.inner = inner
         self.provider, self.model = inner.provider, inner.model
 
-    def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None,
-                 window_keys: tuple[str, ...] = (), cache: bool = True) -> LLMResult:  # fmt: skip
+    def complete(
+        self,
+        system: str,
+        user: str,
+        max_tokens: int = 1024,
+        response_format=None,
+        window_keys: tuple[str, ...] = (),
+        cache: bool = True,
+    ) -> LLMResult:
         """`cache=False` neither reads nor writes the response cache (memory.ask's llm_cache)."""
         org = customer.require()
         digest = hashlib.sha256(
@@ -203,8 +231,9 @@ class Served:
         ).hexdigest()
         cached = _cache_get(digest) if cache else None
         if cached is not None:
-            saved = costs.add_cache_saving(self.model, remote.estimated_tokens(system + user),
-                                           remote.estimated_tokens(cached))  # fmt: skip
+            saved = costs.add_cache_saving(
+                self.model, remote.estimated_tokens(system + user), remote.estimated_tokens(cached)
+            )
             return LLMResult(cached, self.provider, self.model, from_cache=True, saved_usd=saved)
         result = self.inner.complete(system, user, max_tokens, response_format)
         costs.add_llm(result.model, result.input_tokens, result.output_tokens)
@@ -218,7 +247,7 @@ def _cache_get(digest: str) -> str | None:
         rows = clickhouse.query_rows(
             "SELECT text FROM llm_response_cache WHERE key = {key:String} LIMIT 1", {"key": digest}
         )
-    except Exception as exc:  # noqa: BLE001 -- a cache that fails is a miss
+    except Exception as exc:
         log.warning("llm response cache read failed: %s", exc)
         return None
     return rows[0][0] if rows else None
@@ -226,10 +255,20 @@ def _cache_get(digest: str) -> str | None:
 
 def _cache_put(digest: str, org: str, model: str, text: str, window_keys) -> None:
     try:
-        clickhouse.insert("llm_response_cache", [{"key": digest, "org": org, "model": model, "text": text,
-                                                  "window_keys": list(window_keys),
-                                                  "created_at": datetime.now(UTC)}])  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 -- the answer is in hand
+        clickhouse.insert(
+            "llm_response_cache",
+            [
+                {
+                    "key": digest,
+                    "org": org,
+                    "model": model,
+                    "text": text,
+                    "window_keys": list(window_keys),
+                    "created_at": datetime.now(UTC),
+                }
+            ],
+        )
+    except Exception as exc:
         log.warning("llm response cache write failed: %s", exc)
 
 
@@ -246,8 +285,10 @@ def provider_for(model: str) -> str:
 
 
 # Each real provider: its client, its key's setting, the model it serves when only its key is set.
-_PROVIDERS = {"openai": (OpenAILLM, "OPENAI_API_KEY", "gpt-6-luna"),
-              "anthropic": (AnthropicLLM, "ANTHROPIC_API_KEY", "claude-haiku-4-5")}  # fmt: skip
+_PROVIDERS = {
+    "openai": (OpenAILLM, "OPENAI_API_KEY", "gpt-6-luna"),
+    "anthropic": (AnthropicLLM, "ANTHROPIC_API_KEY", "claude-haiku-4-5"),
+}
 
 
 def build(model: str) -> object:

@@ -12,5 +12,10 @@ from retrieval.providers import customer
 
 def client(api_key: str, timeout) -> openai.OpenAI:
     """OPENAI_BASE_URL honoured; requests go through the gateway-aware HTTP client."""
-    return openai.OpenAI(api_key=api_key, base_url=settings.OPENAI_BASE_URL or None, max_retries=0, timeout=timeout,
-                         http_client=customer.gateway_http_client())  # fmt: skip
+    return openai.OpenAI(
+        api_key=api_key,
+        base_url=settings.OPENAI_BASE_URL or None,
+        max_retries=0,
+        timeout=timeout,
+        http_client=customer.gateway_http_client(),
+    )

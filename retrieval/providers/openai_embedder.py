@@ -17,7 +17,8 @@ class OpenAIEmbedder:
     def __init__(self, model: str, api_key: str, dim: int):
         self.model_name, self.dim = model, dim
         self._client = openai_client.client(
-            api_key, openai.Timeout(settings.LOOM_HTTP_CLIENT_TIMEOUT_S, connect=settings.LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S)
+            api_key,
+            openai.Timeout(settings.LOOM_HTTP_CLIENT_TIMEOUT_S, connect=settings.LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S),
         )
 
     def embed(self, text: str) -> np.ndarray:
@@ -28,7 +29,9 @@ class OpenAIEmbedder:
         try:
             return self._embed([normalised], timeout=bound, attempts=attempts)[0]
         except remote.ProviderError as exc:
-            if isinstance(exc.__cause__, remote.Transient) and isinstance(exc.__cause__.__cause__, openai.APITimeoutError):
+            if isinstance(exc.__cause__, remote.Transient) and isinstance(
+                exc.__cause__.__cause__, openai.APITimeoutError
+            ):
                 raise remote.EmbedTimeout(f"openai: no embedding within {attempts} x {bound} s") from exc
             raise
 
@@ -45,9 +48,12 @@ class OpenAIEmbedder:
         def send():
             try:
                 answer = self._client.embeddings.create(
-                    model=self.model_name, input=texts, dimensions=self.dim, encoding_format="float",
+                    model=self.model_name,
+                    input=texts,
+                    dimensions=self.dim,
+                    encoding_format="float",
                     **({"timeout": timeout} if timeout else {}),
-                )  # fmt: skip
+                )
             except (openai.APIStatusError, openai.APIConnectionError) as exc:
                 raise remote.sdk_failure(self.provider, exc, remote.RETRY_STATUSES)  # noqa: B904 (caused by exc)
             costs.add_embedding(self.model_name, answer.usage.prompt_tokens if answer.usage else 0)

@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy', '0001_initial'),
+        ("tenancy", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apitoken',
-            name='read_scope',
-            field=models.CharField(blank=True, choices=[('', 'no limit'), ('own_user', 'own_user'), ('own_session', 'own_session')], default='', max_length=16),
+            model_name="apitoken",
+            name="read_scope",
+            field=models.CharField(
+                blank=True,
+                choices=[("", "no limit"), ("own_user", "own_user"), ("own_session", "own_session")],
+                default="",
+                max_length=16,
+            ),
         ),
     ]

@@ -18,13 +18,29 @@ class Command(BaseCommand):
         parser.add_argument("--namespace", help="only this namespace (with or without --org)")
         parser.add_argument("--batch-size", type=int, default=200, help="rows per batch (default 200)")
         parser.add_argument("--resume", metavar="TOKEN", help="continue after the batch a `resume:` line named")
-        parser.add_argument("--key-only", action="store_true",
-                            help="redo only the key vectors of rows the served model embedded (values keep theirs)")  # fmt: skip
-        parser.add_argument("--delete-old", action="store_true",
-                            help="drop vectors of other models (refused while a row still lacks a served one)")  # fmt: skip
+        parser.add_argument(
+            "--key-only",
+            action="store_true",
+            help="redo only the key vectors of rows the served model embedded (values keep theirs)",
+        )
+        parser.add_argument(
+            "--delete-old",
+            action="store_true",
+            help="drop vectors of other models (refused while a row still lacks a served one)",
+        )
 
-    def handle(self, *args, dry_run=False, org=None, namespace=None, batch_size=200, resume=None, delete_old=False,
-               key_only=False, **options):  # fmt: skip
+    def handle(
+        self,
+        *args,
+        dry_run=False,
+        org=None,
+        namespace=None,
+        batch_size=200,
+        resume=None,
+        delete_old=False,
+        key_only=False,
+        **options,
+    ):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         if key_only and delete_old:
@@ -42,7 +58,9 @@ class Command(BaseCommand):
             total = reembed.key_only_count(org, namespace) if key_only else sum(row["rows"] for row in counts)
             if dry_run:
                 for row in counts:
-                    self.stdout.write(f"{row['org']}/{row['namespace']}: {row['rows']} rows of {row['embedding_model']}")
+                    self.stdout.write(
+                        f"{row['org']}/{row['namespace']}: {row['rows']} rows of {row['embedding_model']}"
+                    )
                 self.stdout.write(f"{total} rows to re-embed with {model}{' (keys only)' if key_only else ''}")
                 return
             progress = None

@@ -18,9 +18,11 @@ class Command(BaseCommand):
         create.add_argument("--role", required=True, choices=[role.label for role in Role])
         create.add_argument("--name", default="", help="a label for listings")
         create.add_argument(
-            "--read-scope", default="", choices=["", "own_user", "own_session"],
+            "--read-scope",
+            default="",
+            choices=["", "own_user", "own_session"],
             help="a ceiling on the token's searches: only the request's user (or session) rows",
-        )  # fmt: skip
+        )
         listing = sub.add_parser("list", help="list tokens (never their secret)")
         listing.add_argument("--org")
         revoke = sub.add_parser("revoke", help="revoke a token by its prefix")
