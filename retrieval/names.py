@@ -17,70 +17,14 @@ import re
 from dataclasses import dataclass, field
 
 from retrieval import clickhouse, text, vector_mirror
-from retrieval.query import STOPWORDS
+from retrieval.query import MONTHS, STOPWORDS, WEEKDAYS
 
 # Words a sentence may open with that are never names, even in a run ("What Jon said" -> "Jon").
 _OPENERS = STOPWORDS | frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "would",
-        "should",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "will",
-        "has",
-        "have",
-        "had",
-        "tell",
-        "show",
-        "find",
-        "list",
-        "give",
-        "describe",
-        "name",
-        "explain",
-        "summarize",
-        "summarise",
-        "please",
-        "any",
-        "some",
-        "all",
-    ]
+    """is are was were do does did can could would should shall may might must will has have had tell show
+    find list give describe name explain summarize summarise please any some all""".split()
 )
-_NOT_NAMES = frozenset(
-    [
-        "i",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ]
-)
+_NOT_NAMES = frozenset({"i", *MONTHS, *WEEKDAYS})
 _CAPITALISED = re.compile(r"[A-Z][\w&.-]*(?:['’][A-Za-z]+)?")
 _RUN = re.compile(rf"{_CAPITALISED.pattern}(?:\s+{_CAPITALISED.pattern})*")
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")

@@ -70,5 +70,10 @@ class Pool(dict):
         return candidate
 
 
+def name_order(rid: RowId) -> tuple:
+    """A row's name as ties break on it (key first), so two identical searches fill a pool identically."""
+    return (rid.memory_key, rid.namespace, rid.agent, rid.session_id, rid.version)
+
+
 def row_id(row: dict) -> RowId:
     return RowId(row["namespace"], row["memory_key"], row["agent"], row["session_id"], row["version"])

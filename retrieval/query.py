@@ -11,75 +11,9 @@ from datetime import UTC, date, datetime, timedelta
 from retrieval import text
 
 STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "he",
-        "her",
-        "him",
-        "his",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
+    its me my of on or our she he her him his so that the their them then there these they this those to
+    was we were what when where which who whom whose why will with would you your""".split()
 )
 
 # An identifier: snake_case, camelCase, dotted or slashed paths, codes mixing capitals and
@@ -104,26 +38,9 @@ _CONTACT = re.compile(
     re.I,
 )
 
-_MONTHS = {
-    m: i
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ],
-        1,
-    )
-}
+MONTHS = tuple("january february march april may june july august september october november december".split())
+WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
+_MONTHS = {month: number for number, month in enumerate(MONTHS, 1)}
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(\d{{4}})\b", re.I)

@@ -33,7 +33,7 @@ import numpy as np
 from django.conf import settings
 
 from retrieval import clickhouse, native, text
-from retrieval.pool import META, RowId, row_id
+from retrieval.pool import META, RowId, name_order, row_id
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class Vectors:
             return []
         chosen = np.argpartition(-best, take - 1)[:take] if take < size else np.arange(size)
         chosen = [int(i) for i in chosen if visible[i]]
-        ordered = sorted(chosen, key=lambda i: (-float(best[i]), _name(self.ids[i])))[:pool]
+        ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[i])))[:pool]
         return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
 
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
@@ -183,7 +183,7 @@ class Vectors:
             off = np.abs((dated[inside] - _ms(middle)).astype(np.int64)) / 1000
             take = min(len(inside), pool + 32)  # a margin, so rows tied at the cut are all considered
             near = np.argpartition(off, take - 1)[:take] if 0 < take < len(inside) else range(len(inside))
-            ordered = sorted(near, key=lambda j: (off[j], _name(self.ids[inside[j]])))[:pool]
+            ordered = sorted(near, key=lambda j: (off[j], name_order(self.ids[inside[j]])))[:pool]
             return [(self.ids[inside[j]], float(off[j]), self.meta[inside[j]]) for j in ordered]
 
     def rows(self, ids: list[RowId]) -> dict[RowId, dict]:
@@ -266,10 +266,6 @@ SCOPE = ("agent", "user_id", "session_id", "run_id", "memory_type")
 
 def scope_of(row: dict) -> tuple:
     return tuple(row[name] for name in SCOPE)
-
-
-def _name(row_id: RowId) -> tuple:
-    return (row_id.memory_key, row_id.namespace, row_id.agent, row_id.session_id, row_id.version)
 
 
 def enabled() -> bool:

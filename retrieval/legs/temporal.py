@@ -8,6 +8,7 @@ answers an unfiltered read; ClickHouse answers the rest.
 from retrieval import clickhouse
 from retrieval.legs import TIE_BREAK, Context, rows_to_hits
 from retrieval.legs.vector import mirrored
+from retrieval.pool import name_order
 
 
 def run(ctx: Context):
@@ -18,16 +19,7 @@ def run(ctx: Context):
     mirrors = mirrored(ctx)
     if mirrors is not None:
         found = [hit for mirror in mirrors for hit in mirror.dated_within(start, end, ctx.plan.pool_size)]
-        found.sort(
-            key=lambda hit: (
-                hit[1],
-                hit[0].memory_key,
-                hit[0].namespace,
-                hit[0].agent,
-                hit[0].session_id,
-                hit[0].version,
-            )
-        )
+        found.sort(key=lambda hit: (hit[1], name_order(hit[0])))
         return [
             (row_id, {"temporal": max(0.0, 1 - off_by / half)}, None, None)
             for row_id, off_by, _ in found[: ctx.plan.pool_size]

@@ -7,7 +7,7 @@ the attribute a key encodes finds the row by its key.
 from retrieval import clickhouse, vector_mirror
 from retrieval.eligibility import IDENTITY_TYPE
 from retrieval.legs import TIE_BREAK, Context, Hit
-from retrieval.pool import META, RowId, row_id
+from retrieval.pool import META, RowId, name_order, row_id
 
 
 def _select(ctx: Context) -> str:
@@ -68,16 +68,7 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     if mirrors is None:
         return None
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
-    best.sort(
-        key=lambda hit: (
-            -max(hit[1], hit[2]),
-            hit[0].memory_key,
-            hit[0].namespace,
-            hit[0].agent,
-            hit[0].session_id,
-            hit[0].version,
-        )
-    )
+    best.sort(key=lambda hit: (-max(hit[1], hit[2]), name_order(hit[0])))
     return [
         (row_id, {"value_similarity": value, "key_similarity": key}, None, meta)
         for row_id, value, key, meta in best[: ctx.plan.pool_size]
