@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from retrieval import clickhouse, probe_corpora
+from retrieval import clickhouse, probe_corpora, reads
 from retrieval.providers import customer
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def in_force(org: str, namespace: str, embedder) -> Noise | None:
     if held is not None and time.monotonic() - held[0] < CACHE_SECONDS:
         return held[1]
     try:
-        found, rows = _stored(org, namespace, embedder.model_name), _live_rows(org, namespace)
+        found, rows = _stored(org, namespace, embedder.model_name), reads.live_rows(org, namespace)
         if found is None and rows and rows <= NOISE_SYNC_ROWS:
             return measure(org, namespace, embedder)
         if rows and (found is None or abs(rows - found.rows) > REFRESH_GROWTH * found.rows):
@@ -151,17 +151,6 @@ def _stored(org: str, namespace: str, model: str) -> Noise | None:
         {"org": org, "namespace": namespace, "model": model},
     )
     return Noise(**rows[0]) if rows else None
-
-
-def _live_rows(org: str, namespace: str) -> int:
-    return (
-        clickhouse.query_value(
-            "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
-            "AND field = 'value'",
-            {"org": org, "namespace": namespace},
-        )
-        or 0
-    )
 
 
 def _best_in_clickhouse(org: str, namespace: str, model: str, probes: np.ndarray) -> tuple[list[float], int]:

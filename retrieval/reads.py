@@ -25,6 +25,18 @@ def _params(scope: Scope, **more) -> dict:
     return {"org": scope.org, "namespace": scope.namespace, **more}
 
 
+def live_rows(org: str, namespace: str) -> int:
+    """The namespace's live row count, from the BM25 corpus statistics (signed deltas, summed: exact at once)."""
+    return (
+        clickhouse.query_value(
+            "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
+            "AND field = 'value'",
+            {"org": org, "namespace": namespace},
+        )
+        or 0
+    )
+
+
 def get(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> list[dict]:
     """The key's active rows (one per writer and session), newest first."""
     return clickhouse.query(

@@ -26,8 +26,8 @@ REVIEWED = {
     ("retrieval/vector_mirror.py", "where"),  # the tenant condition with bound parameters
     ("retrieval/vector_mirror.py", "columns"),  # a tuple of column names
     ("retrieval/write.py", "table"),  # a loop over _SIDE_TABLES
-    ("retrieval/write.py", "batch_scope"),  # built from vector_mirror.SCOPE
-    ("retrieval/write.py", "same_scope"),  # built from vector_mirror.SCOPE
+    ("retrieval/write_gates.py", "batch_scope"),  # built from vector_mirror.SCOPE
+    ("retrieval/write_gates.py", "same_scope"),  # built from vector_mirror.SCOPE
 }
 
 

@@ -99,7 +99,7 @@ def test_the_gates_can_be_switched_off(backend, agent, settings):
 
 
 def test_a_failed_scan_stores_the_write_unjudged(backend, agent, settings, monkeypatch):
-    from retrieval import clickhouse, write
+    from retrieval import clickhouse, write_gates
 
     settings.LOOM_VECTOR_MIRROR = False
     stored(agent, {"memory_key": "a", "value": DARK})
@@ -107,7 +107,7 @@ def test_a_failed_scan_stores_the_write_unjudged(backend, agent, settings, monke
     def refused(*args):
         raise clickhouse.ClickHouseError("simulated refusal")
 
-    monkeypatch.setattr(write, "_nearest_in_clickhouse", refused)
+    monkeypatch.setattr(write_gates, "_nearest_in_clickhouse", refused)
     result = stored(agent, {"memory_key": "b", "value": DARK})[0]
     assert (result["write_gates"], result["duplicate_of"]) == ("skipped", None)
     assert agent.call("memory.get", {"memory_key": "b"}, agent.token).json["value"] == DARK
