@@ -156,24 +156,6 @@ def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, a
     assert "<code>lexical</code> (request)" in page and "<code>semantic</code> (request)" in page
 
 
-def test_compare_moves_and_summary():
-    from types import SimpleNamespace
-
-    from recall.views import _moves, _spearman
-
-    def run(*keys):
-        hits = [{"namespace": "n", "memory_key": key, "agent": "a", "session_id": ""} for key in keys]
-        return {"result": SimpleNamespace(hits=hits)}
-
-    found = _moves({"a": run("x", "y", "z"), "b": run("y", "x", "w")})
-    assert [(row["hit"]["memory_key"], row["move"]) for row in found["rows"]["a"]] == [("x", 1), ("y", -1), ("z", None)]
-    assert [row["move"] for row in found["rows"]["b"]] == [1, -1, None]
-    assert (found["shared"], found["k"], found["overlap"], found["correlation"]) == (2, 3, 2 / 3, -1)
-
-    assert _spearman([1, 2, 3], [1, 2, 3]) == 1 and _spearman([1, 2, 3], [3, 2, 1]) == -1
-    assert _spearman([1], [4]) is None
-
-
 def csrf_client_of(tenant, role):
     """A logged-in member whose POSTs are CSRF-checked, with the token its page handed out."""
     user = get_user_model().objects.create_user(f"op-{uuid.uuid4().hex[:10]}", password="x")
