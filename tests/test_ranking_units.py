@@ -1,0 +1,107 @@
+"""Fusion, rank terms, window and verdict as pure functions: no engine, no write, milliseconds each.
+
+The same behaviour is asserted end to end on both engines elsewhere; these pin the arithmetic.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval import abstain, fusion, names, rank, window
+from retrieval.plan import RRF_K, SearchRequest, resolve
+from retrieval.pool import Candidate, RowId
+from retrieval.query import analyse
+from retrieval.thresholds import Gates
+
+GATES = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60, 0.85, 0.95)
+DAY = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def candidate(key: str, similarity: float, lexical: float = 0.0, days: int = 0, session: str = "") -> Candidate:
+    c = Candidate(RowId("n", key, "a", session, 1))
+    c.signals = {"value_similarity": similarity, **({"lexical": lexical} if lexical else {})}
+    c.meta = {
+        "memory_type": "fact",
+        "tags": [],
+        "category": "",
+        "entities": [],
+        "source_class": "asserted",
+        "confidence": 0.0,
+        "sensitivity": "low",
+        "dated_at": DAY + timedelta(days=days),
+    }
+    return c
+
+
+def plan_for(query: str, **fields):
+    request = SearchRequest(query=query, **fields)
+    shape = analyse(query, DAY)
+    return request, shape, resolve(request, {}, shape)
+
+
+def ranked(query: str, candidates: list[Candidate], **fields) -> list[str]:
+    request, shape, plan = plan_for(query, **fields)
+    scale = fusion.fuse(candidates, plan)
+    rank.apply(candidates, scale, rank.Inputs(plan, request, shape, shape.date, {}, []))
+    return [c.id.memory_key for c in rank.order(candidates)]
+
+
+def test_hybrid_is_alpha_lexical_plus_the_rest_cosine():
+    rows = [candidate("words", 0.40, lexical=1.0), candidate("meaning", 0.70)]
+    assert ranked("kafka retention", rows, search_mode="hybrid", alpha=0.25) == ["words", "meaning"]
+    assert rows[0].relevance == pytest.approx(0.25 * 1.0 + 0.75 * 0.40)
+    assert ranked(
+        "kafka retention",
+        [candidate("words", 0.40, lexical=1.0), candidate("meaning", 0.70)],
+        search_mode="hybrid",
+        alpha=0.1,
+    ) == ["meaning", "words"]
+
+
+def test_rrf_sums_reciprocal_ranks_of_both_orders():
+    rows = [candidate("both", 0.5, lexical=1.0), candidate("cosine", 0.9), candidate("words", 0.1, lexical=0.5)]
+    assert ranked("x", rows, search_mode="rrf") == ["both", "words", "cosine"]  # two orders beat one
+    assert rows[0].relevance == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))  # 2nd by cosine, 1st by words
+
+
+def test_a_recency_cue_orders_the_near_ties_by_date_and_leaves_the_rest():
+    rows = [candidate("old", 0.60, days=0), candidate("new", 0.52, days=30), candidate("far", 0.30, days=60)]
+    assert ranked("the latest report", rows) == ["new", "old", "far"]  # far is newest but not a near-tie
+    assert ranked("the first report", [candidate("old", 0.55, days=0), candidate("new", 0.60, days=30)]) == [
+        "old",
+        "new",
+    ]
+
+
+def test_a_named_day_lifts_that_days_rows():
+    rows = [candidate("that-day", 0.40, days=9), candidate("other", 0.50, days=40)]
+    assert ranked("what happened on 2026-01-10", rows) == ["that-day", "other"]
+    assert rows[0].components["date"] == rank.DATE and rows[1].components["date"] == 0.0
+
+
+def test_the_window_caps_rows_per_key_and_puts_rows_under_the_floor_last():
+    _, _, plan = plan_for("x", top_k=3)
+    rows = [
+        candidate("k", 0.9, session="s1"),
+        candidate("k", 0.8, session="s2"),
+        candidate("k", 0.7, session="s3"),
+        candidate("weak", 0.1),
+        candidate("other", 0.5),
+    ]
+    served = window.shape(rows, plan, floor=0.22)
+    assert [(c.id.memory_key, c.below_threshold) for c in served] == [("k", False), ("k", False), ("other", False)]
+
+
+def test_the_verdict_reads_the_pools_best_cosine_not_rank_one():
+    rows = [candidate("lexical-rank-1", 0.10), candidate("better", 0.80)] + [candidate(f"n{i}", 0.2) for i in range(9)]
+    verdict = abstain.judge(rows, rows[:2], GATES, [], names.Check())
+    assert not verdict.abstain and verdict.top_similarity == 0.80
+
+
+def test_verdict_codes_in_order():
+    rows = [candidate("a", 0.9)]
+    assert abstain.judge([], [], GATES, [], names.Check(["Gina"], [])).code == "no_match"
+    assert abstain.judge(rows, rows, GATES, [], names.Check(["Gina"], [])).code == "entity_absent"
+    assert abstain.judge(rows, rows, GATES, [], names.Check(["Gina", "Jon"], ["Jon"])).abstain is False
+    weak = [candidate("a", 0.25)]
+    assert abstain.judge(weak, weak, GATES, [], names.Check()).code == "below_threshold"
