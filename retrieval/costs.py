@@ -127,5 +127,5 @@ def record(org: str, namespace: str, op: str, actor: str, meter: Meter) -> None:
                 }
             ],
         )
-    except Exception as exc:
+    except Exception as exc:  # accounting fails open
         log.warning("agent_events write failed for %s: %s", op, exc)

@@ -88,7 +88,7 @@ class _Worker:
                 try:
                     while run_once() and not self.stop.is_set():  # drain, then wait
                         pass
-                except Exception:
+                except Exception:  # the worker outlives one failed pass
                     log.exception("embedding worker pass failed")
                 self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
                 self.wake.clear()

@@ -94,7 +94,7 @@ def in_force(org: str, namespace: str, embedder) -> Noise | None:
             return measure(org, namespace, embedder)
         if rows and (found is None or abs(rows - found.rows) > REFRESH_GROWTH * found.rows):
             _measure_in_background(org, namespace, embedder)
-    except Exception as exc:
+    except Exception as exc:  # the tier below serves; the next search tries again
         log.warning("noise level of %s/%s unavailable: %s", org, namespace, exc)
         return held[1] if held else None
     _copies[key] = (time.monotonic(), found)
@@ -131,7 +131,7 @@ def _measure_in_background(org: str, namespace: str, embedder) -> None:
         try:
             clickhouse.use_target_in_thread(key[0])
             measure(org, namespace, embedder)
-        except Exception as exc:
+        except Exception as exc:  # measured again on a later search
             log.warning("noise level of %s/%s not measured: %s", org, namespace, exc)
         finally:
             clickhouse.release_thread()

@@ -299,7 +299,7 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
         try:
             known.update(asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started))))
             spelling.succeeded(scope.org, scope.namespace)
-        except Exception as exc:
+        except Exception as exc:  # a lookup that fails costs the rewrite, never the search
             spelling.failed(scope.org, scope.namespace, exc)
             work.query_spellings_skipped = True
     if known:

@@ -193,7 +193,7 @@ def _boot_probe(target: str) -> None:
         if calibration.stored(embedder.model_name) is None:
             calibration.publish(calibration.probe(embedder, "boot"))
         forget()
-    except Exception as exc:
+    except Exception as exc:  # a failed probe serves the scalars; the next refresh tries again
         log.warning("calibration probe of %s failed: %s", embedder.model_name, exc)
     finally:
         clickhouse.release_thread()

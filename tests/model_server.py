@@ -48,7 +48,7 @@ class ModelServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
+            def do_POST(self):  # http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 with server._lock:
                     server.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))

@@ -245,7 +245,7 @@ def probe_width() -> None:
             embedder.dim,
         )
         _mismatched[embedder.model_name] = exc.got
-    except Exception as exc:
+    except Exception as exc:  # an outage is provider_failing's to report, not a width
         log.warning("width probe of %s failed: %s", embedder.model_name, exc)
 
 

@@ -95,7 +95,7 @@ def _shared_get(digest: str, dim: int) -> np.ndarray | None:
             "SELECT vector FROM embedding_cache WHERE key = {key:String} AND length(vector) = {dim:UInt32} LIMIT 1",
             {"key": digest, "dim": dim},
         )
-    except Exception as exc:
+    except Exception as exc:  # a cache that fails is a miss
         log.warning("embedding cache read failed: %s", exc)
         return None
     return np.asarray(rows[0][0], dtype=np.float32) if rows else None
@@ -109,7 +109,7 @@ def _shared_put(digest: str, model: str, vector: np.ndarray, chars: int) -> None
             "embedding_cache",
             [{"key": digest, "model": model, "vector": vector, "created_at": datetime.now(UTC)}],
         )
-    except Exception as exc:
+    except Exception as exc:  # the vector is in hand; the cache only misses next time
         log.warning("embedding cache write failed: %s", exc)
 
 

@@ -247,7 +247,7 @@ def _cache_get(digest: str) -> str | None:
         rows = clickhouse.query_rows(
             "SELECT text FROM llm_response_cache WHERE key = {key:String} LIMIT 1", {"key": digest}
         )
-    except Exception as exc:
+    except Exception as exc:  # a cache that fails is a miss
         log.warning("llm response cache read failed: %s", exc)
         return None
     return rows[0][0] if rows else None
@@ -268,7 +268,7 @@ def _cache_put(digest: str, org: str, model: str, text: str, window_keys) -> Non
                 }
             ],
         )
-    except Exception as exc:
+    except Exception as exc:  # the answer is in hand
         log.warning("llm response cache write failed: %s", exc)
 
 
