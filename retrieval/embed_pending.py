@@ -15,6 +15,7 @@ import threading
 from collections import defaultdict
 
 from django.conf import settings
+from django.dispatch import receiver
 
 from retrieval import clickhouse, write
 from retrieval.providers import customer
@@ -111,9 +112,10 @@ def start_worker() -> bool:
     return True
 
 
-def wake() -> None:
+@receiver(customer.model_calls_switched)
+def wake(sender=None, enabled: bool = True, **_) -> None:
     """An org's model calls came back on: its stubs are embedded now, not at the next interval."""
-    if _worker is not None:
+    if enabled and _worker is not None:
         _worker.wake.set()
 
 

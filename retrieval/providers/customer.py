@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.dispatch import Signal
 
 from retrieval import clickhouse
 
@@ -160,6 +161,11 @@ def _read_off() -> list[str]:
     return [row[0] for row in rows]
 
 
+# Sent with `org` and `enabled` when this process switches an org's model calls: the embedding worker listens,
+# so a provider module never calls up into the write pipeline.
+model_calls_switched = Signal()
+
+
 def set_model_calls(org: str, enabled: bool, reason: str, actor: str) -> dict:
     """Switch the org's model calls on or off; this process sees it on its next call."""
     clickhouse.insert(
@@ -167,10 +173,7 @@ def set_model_calls(org: str, enabled: bool, reason: str, actor: str) -> dict:
         [{"org": org, "enabled": enabled, "reason": reason, "actor": actor, "changed_at": datetime.now(UTC)}],
     )
     _copy().changed_here = True
-    if enabled:
-        from retrieval import embed_pending  # here, not at the top: the worker imports this module
-
-        embed_pending.wake()  # the org's stubs are embedded now, not at the worker's next interval
+    model_calls_switched.send(sender=set_model_calls, org=org, enabled=enabled)
     return get_model_calls(org)
 
 
