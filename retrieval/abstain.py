@@ -60,9 +60,12 @@ def judge(
         : min(JUDGED_POOL, settings.LOOM_MEMORY_SEARCH_POOL_MIN)
     ]
     scope = settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE
-    top = {"window": lambda: max(c.similarity for c in window), "rank1": lambda: ranked[0].similarity}.get(
-        scope, lambda: judged[0]
-    )()
+    if scope == "window":
+        top = max(c.similarity for c in window)
+    elif scope == "rank1":
+        top = ranked[0].similarity
+    else:  # pool
+        top = judged[0]
     confidence = _confidence(top, judged, gates)
     if top < gates.abstain:
         reason = f"the best hit's similarity {top:.3f} is under the abstain threshold {gates.abstain:.3f}"

@@ -79,8 +79,8 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     eligible = set(settings.LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE)
     wanted_entities = {entity.lower() for entity in request.entity_filter}
     newness = _newness(candidates) if plan.recency_pool_weight else {}
-    fresh = _freshness(candidates, NEAR_TIE * scale) if (inputs.shape.recency or inputs.shape.earliest) else {}
     top = max((c.relevance for c in candidates), default=0.0)
+    fresh = _freshness(candidates, top - NEAR_TIE * scale) if (inputs.shape.recency or inputs.shape.earliest) else {}
     for c in candidates:
         row, terms = c.meta, {}
         if wanted_entities:
@@ -154,16 +154,15 @@ def _key_share(c: Candidate, terms: list[str]) -> float:
 
 def _days_off(dated: datetime, cue: DateCue) -> float:
     """Days between a row's date and the asked date; a named day spans the whole day."""
-    off = abs((dated - cue.at).total_seconds()) / 86400
     if cue.window_days <= 1 and cue.at <= dated < cue.at + timedelta(days=1):
         return 0.0
-    return off
+    return abs((dated - cue.at).total_seconds()) / 86400
 
 
-def _freshness(candidates: list[Candidate], band: float) -> dict:
-    """Where each near-tie's date falls between the oldest (0) and the newest (1) of the near-ties."""
-    top = max((c.relevance for c in candidates), default=0.0)
-    near = [c for c in candidates if c.relevance >= top - band]
+def _freshness(candidates: list[Candidate], least: float) -> dict:
+    """Where each near-tie's date (relevance at least `least`) falls between the oldest (0) and the newest (1) of
+    the near-ties."""
+    near = [c for c in candidates if c.relevance >= least]
     dates = [c.meta["dated_at"] for c in near]
     span = (max(dates) - min(dates)).total_seconds() if dates else 0
     if not span:

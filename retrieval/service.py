@@ -242,10 +242,8 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
     cosine = vector is not None
     if not cosine:
-        vector, floor = (
-            np.zeros(embedder.dim, dtype=np.float32),
-            0.0,
-        )  # candidates still read their rank columns; no cosine to floor
+        # Candidates still read their rank columns; there is no cosine to floor.
+        vector, floor = np.zeros(embedder.dim, dtype=np.float32), 0.0
     cue = shape.date
     dated = None  # the window the temporal leg reads: temporal mode keeps only its rows, other modes add them
     if plan.mode == "temporal" and cue is not None:

@@ -71,9 +71,10 @@ def for_search(org: str, namespace: str, embedder) -> Gates:
     """The gates a search of this namespace judges by: the tiers, with the abstain gate raised to the namespace's
     noise level where that is higher (real embedders; retrieval/noise.py)."""
     gates = resolve(org, namespace, embedder.model_name)
-    if gates.tier == "scalar":
-        return gates
-    found = noise.in_force(org, namespace, embedder)
+    return _with_noise(gates, noise.in_force(org, namespace, embedder) if gates.tier != "scalar" else None)
+
+
+def _with_noise(gates: Gates, found: noise.Noise | None) -> Gates:
     if found is None:
         return gates
     if found.abstain > gates.abstain:
@@ -108,7 +109,7 @@ def report(org: str, namespace: str) -> dict:
     gates, found = in_force(org, namespace, model)
     measured = noise.in_force(org, namespace, embedder) if gates.tier != "scalar" else None
     return {
-        "abstain_in_force": max(gates.abstain, measured.abstain) if measured else gates.abstain,
+        "abstain_in_force": _with_noise(gates, measured).abstain,
         "noise": measured.as_dict() if measured else None,
         "namespace": namespace,
         "embedding_model": model,
