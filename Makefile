@@ -37,6 +37,7 @@ run: $(VENV)/.runtime
 test: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev

@@ -16,18 +16,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir  # noqa: E402
+from tests.scratch import scratch_dir
 
 os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-embed-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from locomo import corpus  # noqa: E402
+from locomo import corpus
 
-from retrieval.providers.embedders import FakeEmbedder, LocalEmbedder  # noqa: E402
+from retrieval.providers.embedders import FakeEmbedder, LocalEmbedder
 
 
 def measure(embedder, texts: list[str], queries: list[str]) -> tuple[float, float, float]:

@@ -21,18 +21,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir  # noqa: E402
+from tests.scratch import scratch_dir
 
 os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from retrieval import clickhouse, schema, write  # noqa: E402
-from tenancy.access import Scope  # noqa: E402
-from tenancy.roles import Role  # noqa: E402
+from retrieval.ingest import write
+from retrieval.store import clickhouse, schema
+from retrieval.store.rows import next_version
+from tenancy.access import Scope
+from tenancy.roles import Role
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev" / "memories.jsonl"
 
@@ -68,7 +70,7 @@ def bare_insert(batches: list[list[dict]], namespace: str) -> float:
     """The floor: the same rows into `memories` only, no embedding, terms or checks."""
     start = time.perf_counter()
     for batch in batches:
-        version = write.next_version()
+        version = next_version()
         now = datetime.datetime.now(datetime.UTC)
         rows = [
             {

@@ -40,23 +40,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir  # noqa: E402
+from tests.scratch import scratch_dir
 
 if "LOOM_VAR_DIR" not in os.environ:  # a kept var/ (with its loaded corpus) may be passed in
     os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-quality-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
+from django.conf import settings
 
-from retrieval import calibration, options, schema, service, thresholds, write  # noqa: E402
-from retrieval.plan import SearchRequest  # noqa: E402
-from retrieval.providers.embedders import get_embedder  # noqa: E402
-from tenancy.access import Scope  # noqa: E402
-from tenancy.roles import Role  # noqa: E402
+from retrieval import caching, options
+from retrieval.gates import calibration, thresholds
+from retrieval.ingest import write
+from retrieval.providers.embedders import get_embedder
+from retrieval.search import service
+from retrieval.search.plan import SearchRequest
+from retrieval.store import schema
+from tenancy.access import Scope
+from tenancy.roles import Role
 
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -173,7 +177,7 @@ def main():
     embedder = get_embedder()
     if thresholds.adaptive(embedder.model_name):  # the gates a deployment of this embedder serves
         calibration.recalibrate(embedder)
-        thresholds.forget()
+        caching.forget_all()
     load(memories)
     bm25 = {conv: BM25({m["key"]: m["text"] for m in memories if m["conv"] == conv}) for conv in convs}
 

@@ -24,23 +24,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir  # noqa: E402
+from tests.scratch import scratch_dir
 
 os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-search-")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-import numpy as np  # noqa: E402
-from locomo import corpus  # noqa: E402
+import numpy as np
+from locomo import corpus
 
-from retrieval import clickhouse, schema, service, vector_mirror, write  # noqa: E402
-from retrieval.plan import SearchRequest  # noqa: E402
-from retrieval.providers.embedders import get_embedder  # noqa: E402
-from tenancy.access import Scope  # noqa: E402
-from tenancy.roles import Role  # noqa: E402
+from retrieval.ingest import write
+from retrieval.providers.embedders import get_embedder
+from retrieval.search import service
+from retrieval.search.plan import SearchRequest
+from retrieval.store import clickhouse, schema, vector_mirror
+from tenancy.access import Scope
+from tenancy.roles import Role
 
 
 def load(scope: Scope, size: int, turns: list[str]) -> None:

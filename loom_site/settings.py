@@ -12,7 +12,7 @@ import dj_database_url
 import plotly
 
 from loom_site import env
-from retrieval.options import SEARCH_MODES
+from retrieval import knobs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.string("LOOM_VAR_DIR", str(BASE_DIR / "var")))
@@ -175,9 +175,6 @@ LOOM_HTTP_CLIENT_CONNECT_TIMEOUT_S = env.number("LOOM_HTTP_CLIENT_CONNECT_TIMEOU
 LOOM_EMBEDDING_CACHE_SIZE = env.integer("LOOM_EMBEDDING_CACHE_SIZE", 4096, minimum=0)
 LOOM_EMBEDDING_CACHE_TTL_S = env.number("LOOM_EMBEDDING_CACHE_TTL_S", 3600.0, minimum=0)
 LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS = env.integer("LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS", 2000, minimum=0)
-# The query path's bound: per attempt, and how many more attempts, then 503 EMBED_TIMEOUT.
-LOOM_MEMORY_SEARCH_EMBED_BOUND_S = env.number("LOOM_MEMORY_SEARCH_EMBED_BOUND_S", 2.5, minimum=0.05)
-LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES = env.integer("LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES", 1, minimum=0)
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean("LOOM_REQUIRE_REAL_PROVIDERS", False)
 # LLM clients: LOOM_LLM_PROVIDER wins; else inferred from LOOM_LLM_MODEL; else from the key present; else the fake.
 LOOM_LLM_PROVIDER = env.choice("LOOM_LLM_PROVIDER", "", ("", "fake", "openai", "anthropic"))
@@ -234,23 +231,9 @@ LOOM_MEMORY_ASK_CITED_WEIGHT = env.number("LOOM_MEMORY_ASK_CITED_WEIGHT", 0.5, m
 LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = env.boolean("LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL", True)
 
 # --- Search ------------------------------------------------------------------
-LOOM_MEMORY_SEARCH_DEFAULT_MODE = env.choice("LOOM_MEMORY_SEARCH_DEFAULT_MODE", "semantic", SEARCH_MODES)
-# hybrid's and bm25_hybrid's lexical weight when neither request, recipe nor namespace sets alpha: chosen on
-# leave-one-conversation-out folds of LoCoMo's dev split (bench/quality.py).
-LOOM_MEMORY_SEARCH_DEFAULT_ALPHA = env.number("LOOM_MEMORY_SEARCH_DEFAULT_ALPHA", 0.25, 0, 1)
-LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE = env.choice(
-    "LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE", "this", ("this", "all_mine")
-)
-LOOM_MEMORY_SEARCH_FANOUT_MAX_NAMESPACES = env.integer("LOOM_MEMORY_SEARCH_FANOUT_MAX_NAMESPACES", 32, minimum=0)
-# Scalar gates: the tier in force until a calibration exists (fake embedders always).
-LOOM_MEMORY_SEARCH_MIN_SIMILARITY = env.number("LOOM_MEMORY_SEARCH_MIN_SIMILARITY", 0.22, 0, 1)
-LOOM_MEMORY_SEARCH_ABSTAIN_THRESHOLD = env.number("LOOM_MEMORY_SEARCH_ABSTAIN_THRESHOLD", 0.30, 0, 1)
-LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD = env.number("LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD", 0.45, 0, 1)
-LOOM_MEMORY_SEARCH_QUERY_REWRITE_THRESHOLD = env.number("LOOM_MEMORY_SEARCH_QUERY_REWRITE_THRESHOLD", 0.38, 0, 1)
-LOOM_LLM_RERANK_SKIP_ABOVE = env.number("LOOM_LLM_RERANK_SKIP_ABOVE", 0.60, 0, 1)
-# Write gates (scalar tier): a value this close to a stored one conflicts with it / duplicates it.
-LOOM_CONFLICT_THRESHOLD = env.number("LOOM_CONFLICT_THRESHOLD", 0.85, 0, 1)
-LOOM_DUPLICATE_THRESHOLD = env.number("LOOM_DUPLICATE_THRESHOLD", 0.95, 0, 1)
+# Search and its gates: every ranking knob, its default, bounds and why, is in retrieval/knobs.py (the
+# README's table is generated from it).
+globals().update({knob.name: knob.read(env) for knob in knobs.SETTINGS})
 # The write gates judge every memory.set (off: values are stored unjudged, `write_gates: "off"`).
 LOOM_WRITE_GATES = env.boolean("LOOM_WRITE_GATES", True)
 # The write gates scan (new rows x stored rows) pairs in ClickHouse when no vector mirror serves the namespace;
@@ -259,40 +242,8 @@ LOOM_WRITE_GATES_MAX_PAIRS = env.integer("LOOM_WRITE_GATES_MAX_PAIRS", 1_000_000
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean("LOOM_ADAPTIVE_THRESHOLDS", True)
 LOOM_CALIBRATION_REFRESH_SECONDS = env.number("LOOM_CALIBRATION_REFRESH_SECONDS", 60.0, minimum=0)
-LOOM_MEMORY_SEARCH_MIN_CONFIDENCE = env.number("LOOM_MEMORY_SEARCH_MIN_CONFIDENCE", 0.15, 0, 1)
-LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE = env.choice(
-    "LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE", "pool", ("pool", "rank1", "window")
-)
-# Rank terms.
-LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT = env.number("LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT", 0.15, 0, 1)
-LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS = env.number(
-    "LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS", 90, minimum=0.01
-)
-LOOM_MEMORY_SEARCH_TRUST_WEIGHT = env.number("LOOM_MEMORY_SEARCH_TRUST_WEIGHT", 0.0, 0, 1)
-LOOM_MEMORY_PRIOR_CAP = env.number("LOOM_MEMORY_PRIOR_CAP", 0.15, 0, 1)
-LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE = env.number("LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE", 0.1, 0, 1)
-LOOM_MEMORY_SEARCH_RECENCY_POOL_WEIGHT = env.number("LOOM_MEMORY_SEARCH_RECENCY_POOL_WEIGHT", 0.0, 0, 1)
-LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE = env.strings(
-    "LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE", ("asserted", "observed", "imported", "external", "extracted")
-)
-LOOM_MEMORY_SEARCH_KEY_AXIS = env.choice("LOOM_MEMORY_SEARCH_KEY_AXIS", "auto", ("auto", "on", "off"))
-LOOM_MEMORY_SEARCH_KEY_AXIS_AUTO_REUSE_SHARE = env.number("LOOM_MEMORY_SEARCH_KEY_AXIS_AUTO_REUSE_SHARE", 0.1, 0, 1)
-LOOM_MEMORY_SEARCH_KEY_MATCH_MODE = env.choice(
-    "LOOM_MEMORY_SEARCH_KEY_MATCH_MODE", "tiebreak", ("tiebreak", "boost", "off")
-)
-# Query spelling: a query of at most this many words embeds its lowercase words as the corpus spells them. 0: off.
-LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS = env.integer("LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS", 6, minimum=0)
-# Window and pool.
-LOOM_MEMORY_SEARCH_PER_KEY_CAP = env.integer("LOOM_MEMORY_SEARCH_PER_KEY_CAP", 2, minimum=0)
-LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = env.integer("LOOM_MEMORY_SEARCH_POOL_MULTIPLIER", 4, minimum=1)
-LOOM_MEMORY_SEARCH_POOL_MIN = env.integer("LOOM_MEMORY_SEARCH_POOL_MIN", 50, minimum=1)
-# A reranker only reorders what the first stage surfaced: its pool is widened first.
-LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK = env.integer("LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK", 8, minimum=1)
-LOOM_MEMORY_SEARCH_PAGING_POOL = env.integer("LOOM_MEMORY_SEARCH_PAGING_POOL", 200, minimum=1, maximum=5000)
-LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS = env.integer("LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS", 600, minimum=1)
-LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS = env.number("LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS", 7, minimum=0)
 LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean("LOOM_SEARCH_TRACE_LOG_ENABLED", False)
-# The embedded engine's in-process copy of each namespace's live vectors (retrieval/vector_mirror.py).
+# The embedded engine's in-process copy of each namespace's live vectors (retrieval/store/vector_mirror.py).
 LOOM_VECTOR_MIRROR = env.boolean("LOOM_VECTOR_MIRROR", True)
 # The embedding worker inside the server process: auto = with the embedded engine (nothing else may open its data).
 LOOM_EMBEDDING_WORKER = env.choice("LOOM_EMBEDDING_WORKER", "auto", ("auto", "on", "off"))
@@ -301,7 +252,7 @@ LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer("LOOM_VECTOR_MIRROR_MAX_ROWS", 1_000_0
 # All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB).
 LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer("LOOM_VECTOR_MIRROR_MAX_BYTES", 4 << 30, minimum=0)
 
-# --- Rerankers (retrieval/rerank.py) ------------------------------------------
+# --- Rerankers (retrieval/search/rerank.py) ------------------------------------------
 COHERE_API_KEY = env.string("COHERE_API_KEY")
 LOOM_COHERE_BASE_URL = env.string("LOOM_COHERE_BASE_URL", "https://api.cohere.com")
 # Operators' endpoints speaking Cohere's rerank protocol, by name: {"name": {"url", "model", "api_key_env"}}.

@@ -9,7 +9,7 @@ application = get_wsgi_application()
 # embedded here when no other process may open the data (the embedded engine: LOOM_EMBEDDING_WORKER).
 import threading  # noqa: E402
 
-from retrieval import embed_pending  # noqa: E402 (needs the app registry)
+from retrieval.ingest import embed_pending  # noqa: E402 (needs the app registry)
 from retrieval.providers import embedders  # noqa: E402
 
 threading.Thread(target=embedders.probe_width, name="loom-width-probe", daemon=True).start()

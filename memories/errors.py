@@ -11,10 +11,10 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from retrieval.clickhouse import ClickHouseUnavailable
 from retrieval.errors import Refusal
 from retrieval.providers import customer, remote
-from retrieval.reads import BadCursor
+from retrieval.store.clickhouse import ClickHouseUnavailable
+from retrieval.store.reads import BadCursor
 
 log = logging.getLogger(__name__)
 

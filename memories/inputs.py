@@ -17,8 +17,10 @@ from memories.fields import (
     Timestamp,
     Triples,
 )
-from retrieval import options, rerank, sensitivity
-from retrieval.write import MEMORY_TYPES, SOURCE_CLASSES
+from retrieval import options
+from retrieval.ingest import sensitivity
+from retrieval.ingest.write import MEMORY_TYPES, SOURCE_CLASSES
+from retrieval.search import rerank
 
 MAX_BATCH = 500
 MAX_BULK_KEYS = 1000

@@ -15,11 +15,15 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import error_response
-from retrieval import ask, calibration, costs, health, namespaces, reads, service, thresholds, trace, usage, write
+from retrieval import caching, health
 from retrieval.errors import Refusal
-from retrieval.plan import SearchRequest
-from retrieval.providers import customer
+from retrieval.gates import calibration, thresholds
+from retrieval.ingest import write
+from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
+from retrieval.search import ask, service, trace, usage
+from retrieval.search.plan import SearchRequest
+from retrieval.store import namespaces, reads
 from tenancy.access import Scope, authorize, authorize_org
 from tenancy.roles import Role
 
@@ -284,7 +288,7 @@ class CalibrationRun(OpView):
         calibration.calibrate_namespace(
             scope.org, scope.namespace, embedder, data["similar"], data["distractors"], data.get("paraphrases", ())
         )
-        thresholds.forget()
+        caching.forget_all()
         return self.answer(thresholds.report(scope.org, scope.namespace))
 
 

@@ -20,12 +20,15 @@ from rest_framework.exceptions import ValidationError
 from memories import inputs
 from memories.errors import refusal_of
 from recall.compare import moves
-from retrieval import calibration, clickhouse, costs, namespaces, options, rank, reads, service, thresholds, trace
+from retrieval import caching, options
 from retrieval.errors import Refusal
-from retrieval.plan import SearchRequest
-from retrieval.providers import customer, remote
+from retrieval.gates import calibration, thresholds
+from retrieval.ingest.write import MEMORY_TYPES
+from retrieval.providers import costs, customer, remote
 from retrieval.providers.embedders import get_embedder
-from retrieval.write import MEMORY_TYPES
+from retrieval.search import rank, service, trace
+from retrieval.search.plan import SearchRequest
+from retrieval.store import clickhouse, namespaces, reads
 from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
@@ -173,7 +176,7 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
                 return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
             if context["adaptive"]:
                 context["recalibrated"] = calibration.recalibrate(embedder)[2]  # the largest gate drift
-                thresholds.forget()
+                caching.forget_all()
         reports = [thresholds.report(principal.org, name) for name in _namespace_names(principal, context)]
         context.update(reports=reports, charts=_calibration_charts(reports))
     return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)

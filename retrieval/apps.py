@@ -3,7 +3,7 @@ from django.db.models.signals import post_migrate
 
 
 def _apply_clickhouse_schema(sender, verbosity=1, stdout=None, **kwargs):
-    from retrieval import clickhouse, schema
+    from retrieval.store import clickhouse, schema
 
     ran = schema.apply()
     if verbosity and stdout is not None:

@@ -2,10 +2,11 @@
 
 from django.conf import settings
 
-from retrieval import clickhouse, thresholds
+from retrieval.gates import thresholds
 from retrieval.providers import remote
 from retrieval.providers.embedders import get_embedder, width_mismatch
 from retrieval.providers.llm import get_llm
+from retrieval.store import clickhouse
 
 
 def report() -> dict:

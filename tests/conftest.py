@@ -5,7 +5,8 @@ from dataclasses import dataclass
 import pytest
 from django.test import Client
 
-from retrieval import clickhouse, schema
+from retrieval import caching
+from retrieval.store import clickhouse, schema
 from tenancy.models import ApiToken, Org
 from tenancy.roles import Role
 from tests.chserver import Server
@@ -155,17 +156,17 @@ def openai_embedder(model_server, settings):
 @pytest.fixture
 def local_embedder(backend, settings):
     """The process embeds with the real local model (all-MiniLM-L6-v2, offline), with no calibration stored yet."""
-    from retrieval import thresholds
+    from retrieval.gates import thresholds
     from retrieval.providers import embedders
 
     settings.LOOM_EMBEDDING_MODEL = "local"
     embedders.get_embedder.cache_clear()
     clickhouse.command("TRUNCATE TABLE embedder_calibration")
     clickhouse.command("TRUNCATE TABLE namespace_calibration_result")
-    thresholds.forget()
+    caching.forget_all()
     thresholds._probed_at.clear()
     yield embedders.get_embedder()
-    thresholds.forget()
+    caching.forget_all()
     embedders.get_embedder.cache_clear()
 
 
@@ -205,3 +206,9 @@ def _no_provider_failures_from_earlier_tests():
     from retrieval.providers import remote
 
     remote._failing.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_copies_from_earlier_tests():
+    """Each test reads namespace configs, gates and noise levels afresh, not an earlier test's copies."""
+    caching.forget_all()

@@ -5,7 +5,8 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from retrieval import calibration, probe_corpora, thresholds
+from retrieval import caching
+from retrieval.gates import calibration, probe_corpora
 from tests.conftest import Agent
 
 ORDER = ("min_similarity", "abstain", "query_rewrite", "hyde_fallback", "rerank_skip")
@@ -54,7 +55,7 @@ def test_the_first_search_without_a_calibration_probes_in_the_background(local_e
     while calibration.stored("local:minilm") is None:
         assert time.monotonic() < deadline, "the boot probe did not publish"
         time.sleep(0.05)
-    thresholds.forget()
+    caching.forget_all()
     assert agent.search("hello").json["thresholds"]["tier"] == "cluster"
 
 

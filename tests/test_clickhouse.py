@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from retrieval import clickhouse, schema
+from retrieval.store import clickhouse, schema
 
 
 def test_values_are_bound_not_formatted(backend):
@@ -27,7 +27,7 @@ def test_a_second_process_on_the_same_data_directory_is_told_why(tmp_path):
 
     code = (
         "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'loom_site.settings'; django.setup()\n"
-        "from retrieval import clickhouse\n"
+        "from retrieval.store import clickhouse\n"
         "try:\n    clickhouse.ping()\nexcept clickhouse.ClickHouseUnavailable as exc:\n    print('REFUSED', exc)\n"
     )
     clickhouse.ping()  # this process holds the directory

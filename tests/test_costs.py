@@ -4,8 +4,8 @@ import uuid
 
 import pytest
 
-from retrieval import clickhouse, costs
-from retrieval.providers import customer
+from retrieval.providers import costs, customer
+from retrieval.store import clickhouse
 
 
 def events(org: str) -> list[dict]:

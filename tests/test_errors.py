@@ -82,7 +82,7 @@ def test_an_unknown_op_and_a_wrong_method(call, token):
 
 
 def test_an_unexpected_failure_is_a_generic_500_without_traceback(backend, call, token, monkeypatch):
-    from retrieval import write
+    from retrieval.ingest import write
 
     def explode(*args, **kwargs):
         raise RuntimeError("secret internals")

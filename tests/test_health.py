@@ -1,6 +1,6 @@
 """GET /v1/health."""
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 
 
 def test_health_reports_clickhouse_providers_and_problems(backend, call, settings):

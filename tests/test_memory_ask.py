@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 from tests.conftest import Agent
 from tests.model_server import Answer
 

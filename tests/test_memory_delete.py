@@ -1,6 +1,6 @@
 """POST /v1/memory.delete."""
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 
 
 def test_delete_tombstones_every_row_of_the_key(backend, alice, call):

@@ -1,6 +1,6 @@
 """POST /v1/memory.set on both ClickHouse backends."""
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 
 
 def rows(org, key, table="memories"):

@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import call_command
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 from tests.conftest import Agent
 from tests.model_server import Answer
 
@@ -126,7 +126,7 @@ def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(
 @pytest.fixture
 def embedding_worker(settings):
     """The server process's embedding worker, as wsgi.py starts it, stopped after the test."""
-    from retrieval import embed_pending
+    from retrieval.ingest import embed_pending
 
     settings.LOOM_EMBEDDING_WORKER, settings.LOOM_EMBEDDING_WORKER_INTERVAL_S = "on", 600  # only a wake runs a pass
     assert embed_pending.start_worker()
@@ -148,7 +148,7 @@ def test_the_servers_worker_embeds_an_orgs_stubs_once_its_calls_are_back_on(back
 
 
 def test_the_servers_worker_runs_by_default_only_on_the_embedded_engine(backend, settings):
-    from retrieval import embed_pending
+    from retrieval.ingest import embed_pending
 
     settings.LOOM_EMBEDDING_WORKER = "auto"  # a ClickHouse server's deployment runs `embed_pending --loop` apart
     try:

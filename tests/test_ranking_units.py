@@ -7,11 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval import abstain, fusion, names, rank, window
-from retrieval.plan import RRF_K, SearchRequest, resolve
-from retrieval.pool import Candidate, RowId
-from retrieval.query import analyse
-from retrieval.thresholds import Gates
+from retrieval import knobs
+from retrieval.gates.thresholds import Gates
+from retrieval.knobs import RRF_K
+from retrieval.language.query import analyse
+from retrieval.search import abstain, fusion, mentions, rank, window
+from retrieval.search.plan import SearchRequest, resolve
+from retrieval.search.pool import Candidate
+from retrieval.store.rows import RowId
 
 GATES = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60, 0.85, 0.95)
 DAY = datetime(2026, 1, 1, tzinfo=UTC)
@@ -76,7 +79,7 @@ def test_a_recency_cue_orders_the_near_ties_by_date_and_leaves_the_rest():
 def test_a_named_day_lifts_that_days_rows():
     rows = [candidate("that-day", 0.40, days=9), candidate("other", 0.50, days=40)]
     assert ranked("what happened on 2026-01-10", rows) == ["that-day", "other"]
-    assert rows[0].components["date"] == rank.DATE and rows[1].components["date"] == 0.0
+    assert rows[0].components["date"] == knobs.DATE and rows[1].components["date"] == 0.0
 
 
 def test_the_window_caps_rows_per_key_and_puts_rows_under_the_floor_last():
@@ -94,14 +97,14 @@ def test_the_window_caps_rows_per_key_and_puts_rows_under_the_floor_last():
 
 def test_the_verdict_reads_the_pools_best_cosine_not_rank_one():
     rows = [candidate("lexical-rank-1", 0.10), candidate("better", 0.80)] + [candidate(f"n{i}", 0.2) for i in range(9)]
-    verdict = abstain.judge(rows, rows[:2], GATES, [], names.Check())
+    verdict = abstain.judge(rows, rows[:2], GATES, [], mentions.Check())
     assert not verdict.abstain and verdict.top_similarity == 0.80
 
 
 def test_verdict_codes_in_order():
     rows = [candidate("a", 0.9)]
-    assert abstain.judge([], [], GATES, [], names.Check(["Gina"], [])).code == "no_match"
-    assert abstain.judge(rows, rows, GATES, [], names.Check(["Gina"], [])).code == "entity_absent"
-    assert abstain.judge(rows, rows, GATES, [], names.Check(["Gina", "Jon"], ["Jon"])).abstain is False
+    assert abstain.judge([], [], GATES, [], mentions.Check(["Gina"], [])).code == "no_match"
+    assert abstain.judge(rows, rows, GATES, [], mentions.Check(["Gina"], [])).code == "entity_absent"
+    assert abstain.judge(rows, rows, GATES, [], mentions.Check(["Gina", "Jon"], ["Jon"])).abstain is False
     weak = [candidate("a", 0.25)]
-    assert abstain.judge(weak, weak, GATES, [], names.Check()).code == "below_threshold"
+    assert abstain.judge(weak, weak, GATES, [], mentions.Check()).code == "below_threshold"

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from retrieval import thresholds
+from retrieval.gates import thresholds
 from tenancy.models import Membership
 from tests.conftest import Agent
 
@@ -90,6 +90,9 @@ def test_the_keyword_matches_are_the_rows_holding_the_querys_words(backend, alic
     assert '<code>lunch</code> <span class="score">2 of 2 words' in found and "deploy.window" not in found
     both = keywords("cafeteria tuesdays")  # one word each
     assert both.count("1 of 2 words") == 2
+    # Stop words count for no row (the lexical leg leaves them out too): "what is the soup on fridays" is 2 words.
+    asked = keywords("what is the soup on fridays")
+    assert '<code>lunch</code> <span class="score">2 of 2 words' in asked and "deploy.window" not in asked
 
 
 def test_an_htmx_search_gets_the_results_partial_only(backend, alice, filled):
@@ -301,7 +304,7 @@ def test_every_page_refuses_a_user_of_no_org(db, path):
 
 
 def test_a_clickhouse_outage_is_a_banner_in_the_page(alice, db):
-    from retrieval import clickhouse
+    from retrieval.store import clickhouse
     from tests.chserver import free_port
 
     previous = clickhouse.use(f"http://127.0.0.1:{free_port()}")
@@ -319,7 +322,7 @@ def test_a_clickhouse_outage_is_a_banner_in_the_page(alice, db):
 def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(
     backend, openai_embedder, model_server, alice, filled, settings
 ):
-    from retrieval import clickhouse
+    from retrieval.store import clickhouse
 
     settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_GATEWAY_HOSTS = "X-Loom-Customer", ["127.0.0.1"]
     operator_of(alice).get("/recall", {"query": "which day is soup served"})

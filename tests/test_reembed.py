@@ -3,8 +3,8 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from retrieval import clickhouse
 from retrieval.providers import embedders
+from retrieval.store import clickhouse
 
 
 @pytest.fixture

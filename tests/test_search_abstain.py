@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval import abstain
+from retrieval.search import abstain
 
 
 def test_a_clear_answer_does_not_abstain(backend, agent):
@@ -103,8 +103,9 @@ def test_the_verdict_does_not_move_with_top_k(backend, agent, mode):
 
 
 def test_risk_grades_follow_confidence():
-    from retrieval.pool import Candidate, RowId
-    from retrieval.thresholds import Gates
+    from retrieval.gates.thresholds import Gates
+    from retrieval.search.pool import Candidate
+    from retrieval.store.rows import RowId
 
     gates = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60, 0.85, 0.95)
 

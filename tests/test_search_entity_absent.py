@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval import names
+from retrieval.language import names
 
 COMPANY_FACTS = [
     {"memory_key": "sla.enterprise", "value": "Enterprise SLA: first response within 1 hour, 24/7 coverage"},

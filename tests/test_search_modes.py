@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from retrieval.plan import RRF_K
+from retrieval.knobs import RRF_K
 
 
 def by_key(reply):

@@ -5,7 +5,9 @@ import time
 import numpy as np
 from django.core.management import call_command
 
-from retrieval import clickhouse, noise, probe_corpora, thresholds
+from retrieval import caching
+from retrieval.gates import probe_corpora, thresholds
+from retrieval.store import clickhouse
 from tests.test_vector_mirror import agent_org
 
 FACTS = [
@@ -54,7 +56,7 @@ def test_the_level_is_measured_again_once_the_namespace_has_grown(local_embedder
     agent.set(*FACTS[4:])
     deadline = time.monotonic() + 30
     while True:  # measured again in the background, once the process's copy (60 s) is past
-        noise.forget()
+        caching.forget_all()
         rows = agent.call("calibration.get", {"namespace": "default"}, agent.token).json["noise"]["rows"]
         if rows == len(FACTS):
             break

@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval import rank
+from retrieval import knobs
 from tests import events
 
 SAME = "the quarterly report is due on friday"
@@ -32,9 +32,9 @@ def test_a_recency_cue_lifts_the_newest_and_a_first_cue_the_oldest(backend, rank
         {"memory_key": "new", "value": SAME, "valid_at": "2025-01-01T00:00:00Z"},
     )
     latest = ranker.search("what is the latest quarterly report", explain=True)
-    assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == rank.RECENCY
+    assert order(latest) == ["new", "old"] and components(latest)["new"]["recency"] == knobs.RECENCY
     first = ranker.search("what was the first quarterly report", explain=True)
-    assert order(first) == ["old", "new"] and components(first)["old"]["chronology"] == rank.RECENCY
+    assert order(first) == ["old", "new"] and components(first)["old"]["chronology"] == knobs.RECENCY
 
 
 def test_first_inside_a_compound_word_is_no_chronology_cue(backend, ranker):
@@ -74,7 +74,7 @@ def test_a_date_in_the_question_lifts_rows_anchored_near_it(backend, ranker):
     )
     reply = ranker.search("quarterly report on 2 March 2024", explain=True)
     assert order(reply) == ["march", "july"]
-    assert components(reply)["march"]["date"] == rank.DATE and components(reply)["july"]["date"] == 0.0
+    assert components(reply)["march"]["date"] == knobs.DATE and components(reply)["july"]["date"] == 0.0
 
 
 def test_confidence_prior_orders_equal_rows(backend, ranker):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from retrieval import rerank
+from retrieval.search import rerank
 from tests.conftest import Agent
 from tests.model_server import Answer
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from retrieval import clickhouse, spelling
+from retrieval.search import spelling
+from retrieval.store import clickhouse
 
 CATALOG = [
     {"memory_key": "a", "value": "DataLakeCatalog keeps the table metadata"},

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from retrieval import clickhouse, sentences
+from retrieval.language import sentences
 from retrieval.providers import customer
+from retrieval.store import clickhouse
 
 TURN = (
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful. "
@@ -64,7 +65,7 @@ def test_the_local_embedder_stores_the_mean_of_the_sentences(local_embedder, ali
 
 
 def test_embed_pending_pools_as_the_write_path_does(local_embedder, alice, agent, call):
-    from retrieval.embed_pending import run_once
+    from retrieval.ingest.embed_pending import run_once
 
     call("org.set_model_calls", {"enabled": False, "reason": "test"}, agent.token)
     agent.set({"memory_key": "turn", "value": TURN, "memory_type": "turn"})

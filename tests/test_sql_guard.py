@@ -16,18 +16,18 @@ EXECUTE = {"query", "query_rows", "query_value", "query_decoded", "command", "in
 BUILDERS = {"where", "in_eligible", "_select", "_scope_sql"}
 # Local names bound only to code-made SQL, each reviewed: (file, name).
 REVIEWED = {
-    ("retrieval/legs/__init__.py", "table"),  # matches(): the callers' table names, constants
-    ("retrieval/legs/__init__.py", "column"),  # ...and their column names
-    ("retrieval/legs/__init__.py", "condition"),  # ...and their extra conditions, constants
-    ("retrieval/reads.py", "direction"),  # "ASC" or "DESC"
-    ("retrieval/reads.py", "sort"),  # a column of _ORDERS, by a validated order
-    ("retrieval/reads.py", "sort_type"),  # ...and its type
-    ("retrieval/reembed.py", "table"),  # a loop over the vector tables' names
-    ("retrieval/vector_mirror.py", "where"),  # the tenant condition with bound parameters
-    ("retrieval/vector_mirror.py", "columns"),  # a tuple of column names
-    ("retrieval/write.py", "table"),  # a loop over _SIDE_TABLES
-    ("retrieval/write_gates.py", "batch_scope"),  # built from vector_mirror.SCOPE
-    ("retrieval/write_gates.py", "same_scope"),  # built from vector_mirror.SCOPE
+    ("retrieval/search/legs/__init__.py", "table"),  # matches(): the callers' table names, constants
+    ("retrieval/search/legs/__init__.py", "column"),  # ...and their column names
+    ("retrieval/search/legs/__init__.py", "condition"),  # ...and their extra conditions, constants
+    ("retrieval/store/reads.py", "direction"),  # "ASC" or "DESC"
+    ("retrieval/store/reads.py", "sort"),  # a column of _ORDERS, by a validated order
+    ("retrieval/store/reads.py", "sort_type"),  # ...and its type
+    ("retrieval/ingest/reembed.py", "table"),  # a loop over the vector tables' names
+    ("retrieval/store/vector_mirror.py", "where"),  # the tenant condition with bound parameters
+    ("retrieval/store/vector_mirror.py", "columns"),  # a tuple of column names
+    ("retrieval/ingest/write.py", "table"),  # a loop over _SIDE_TABLES
+    ("retrieval/ingest/write_gates.py", "batch_scope"),  # built from vector_mirror.SCOPE
+    ("retrieval/ingest/write_gates.py", "same_scope"),  # built from vector_mirror.SCOPE
 }
 
 
@@ -83,6 +83,6 @@ def test_sql_interpolates_only_code_made_sql():
 def test_the_guard_refuses_a_value_pasted_into_sql():
     statement = ast.parse("clickhouse.query(f\"SELECT * FROM memories WHERE memory_key = '{memory_key}'\")")
     value = statement.body[0].value.args[0].values[1].value
-    assert not allowed("retrieval/reads.py", value)
-    assert not allowed("retrieval/reads.py", ast.parse("request.query").body[0].value)
-    assert allowed("retrieval/reads.py", ast.parse("TIE_BREAK").body[0].value)
+    assert not allowed("retrieval/store/reads.py", value)
+    assert not allowed("retrieval/store/reads.py", ast.parse("request.query").body[0].value)
+    assert allowed("retrieval/store/reads.py", ast.parse("TIE_BREAK").body[0].value)

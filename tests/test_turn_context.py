@@ -1,7 +1,7 @@
 """A conversation turn is embedded with the turn it answers: "We drove to the Grand Canyon" is found by
 "where did they travel", which only its question says."""
 
-from retrieval import write
+from retrieval.ingest import write
 from tests.conftest import Agent
 
 QUESTION = "Caroline: Where did you travel last summer?"

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from retrieval import vector_mirror
+from retrieval.store import vector_mirror
 
 ROWS = [
     {"memory_key": f"k{i:02d}", "value": text}

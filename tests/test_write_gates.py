@@ -99,7 +99,8 @@ def test_the_gates_can_be_switched_off(backend, agent, settings):
 
 
 def test_a_failed_scan_stores_the_write_unjudged(backend, agent, settings, monkeypatch):
-    from retrieval import clickhouse, write_gates
+    from retrieval.ingest import write_gates
+    from retrieval.store import clickhouse
 
     settings.LOOM_VECTOR_MIRROR = False
     stored(agent, {"memory_key": "a", "value": DARK})

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from retrieval import chunking, sensitivity, text
+from retrieval.ingest import sensitivity
+from retrieval.language import chunking, text
 from retrieval.providers.embedders import FakeEmbedder, build
 
 

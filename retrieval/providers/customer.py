@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.dispatch import Signal
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval import costs
-from retrieval.providers import customer, embedding_cache, remote
+from retrieval.providers import costs, customer, embedding_cache, remote
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +25,7 @@ class Embedder(Protocol):
     provider: str
     model_name: str
     dim: int
-    pools_sentences: bool  # a value's vector is the mean of its sentences' (retrieval/sentences.py)
+    pools_sentences: bool  # a value's vector is the mean of its sentences' (retrieval/language/sentences.py)
 
     def embed(self, text: str) -> np.ndarray: ...
 
@@ -91,7 +90,7 @@ class LocalEmbedder:
     """
 
     provider = "local"
-    pools_sentences = True  # measured on LoCoMo: retrieval/sentences.py
+    pools_sentences = True  # measured on LoCoMo: retrieval/language/sentences.py
     MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     BATCH = 16  # measured here: larger int8 batches run slower per text on 2 cores
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 
-from retrieval import clickhouse
+from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
 

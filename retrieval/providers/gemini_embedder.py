@@ -3,8 +3,7 @@
 import numpy as np
 from django.conf import settings
 
-from retrieval import costs
-from retrieval.providers import customer, remote
+from retrieval.providers import costs, customer, remote
 
 TOKEN_LIMIT = 2048
 

@@ -18,9 +18,9 @@ import openai
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval import clickhouse, costs
-from retrieval.providers import customer, openai_client, remote
+from retrieval.providers import costs, customer, openai_client, remote
 from retrieval.providers.traits import Traits
+from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,7 @@ import numpy as np
 import openai
 from django.conf import settings
 
-from retrieval import costs
-from retrieval.providers import openai_client, remote
+from retrieval.providers import costs, openai_client, remote
 
 TOKEN_LIMIT = 8191
 

@@ -2,7 +2,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval import clickhouse, embed_pending
+from retrieval.ingest import embed_pending
+from retrieval.store import clickhouse
 
 
 class Command(BaseCommand):

@@ -1,7 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval import calibration, clickhouse, thresholds
+from retrieval import caching
+from retrieval.gates import calibration, thresholds
 from retrieval.providers.embedders import get_embedder
+from retrieval.store import clickhouse
 
 
 class Command(BaseCommand):
@@ -21,7 +23,7 @@ class Command(BaseCommand):
             fresh, previous, drift = calibration.recalibrate(embedder)
         except clickhouse.ClickHouseUnavailable as exc:
             raise CommandError(str(exc)) from exc
-        thresholds.forget()
+        caching.forget_all()
         self.stdout.write(f"{embedder.model_name}: calibration {fresh.calibration_hash}")
         for name in calibration.GATES:
             was = f" (was {previous.gates[name]:.4f})" if previous else ""

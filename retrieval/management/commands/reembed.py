@@ -2,8 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retrieval import clickhouse, reembed
+from retrieval.ingest import reembed
 from retrieval.providers.embedders import get_embedder
+from retrieval.store import clickhouse
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from retrieval import namespaces
+from retrieval.store import namespaces
 from tenancy.access import Scope
 from tenancy.models import ApiToken, Membership, Org
 from tenancy.roles import Role

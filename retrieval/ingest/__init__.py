@@ -1,0 +1,3 @@
+"""The write path: memory.set and delete (`write`), the duplicate and conflict gates (`write_gates`), the
+sensitivity detector, and the background embedders (`embed_pending`, `reembed`). May import `gates`,
+`providers`, `store` and `language`; never `search`."""

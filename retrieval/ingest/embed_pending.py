@@ -1,0 +1,129 @@
+"""The embedding worker: rows stored with stubs (their org's model calls were off) get their vectors.
+
+`python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
+in the query: an org whose model calls are still off is left out, so its rows
+spend nothing and do not crowd the batch; the newest stubs go first.
+
+With the embedded engine one process owns the data, so the command cannot run
+beside the server: the server runs the worker in a thread instead
+(`start_worker`, LOOM_EMBEDDING_WORKER), a pass when it starts, whenever an
+org's model calls come back on, and every LOOM_EMBEDDING_WORKER_INTERVAL_S.
+"""
+
+import logging
+import threading
+from collections import defaultdict
+
+from django.conf import settings
+from django.dispatch import receiver
+
+from retrieval.ingest import write
+from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
+from retrieval.store import clickhouse
+from tenancy.access import Scope
+from tenancy.roles import Role
+
+log = logging.getLogger(__name__)
+
+ACTOR = "process:embed_pending"
+
+
+def pending(batch_size: int, org: str | None = None) -> list[dict]:
+    """Live rows of the served model whose vectors are still stubs, newest first."""
+    return clickhouse.query(
+        """
+        SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+        WHERE embedding_model = {model:String} AND embedding_dim = 0 AND status = 'active'
+          AND org NOT IN {off:Array(String)} AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
+          AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
+              SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+              WHERE embedding_model = {model:String} AND (embedding_dim > 0 OR status != 'active'))
+        ORDER BY version DESC
+        LIMIT {batch:UInt32}
+        """,
+        {
+            "model": get_embedder().model_name,
+            "off": sorted(customer.switched_off_orgs()),
+            "org": org,
+            "batch": batch_size,
+        },
+    )
+
+
+def run_once(batch_size: int = 100, org: str | None = None) -> int:
+    """One pass: embed up to `batch_size` stubs, one call per (org, namespace); how many were embedded.
+
+    A refusal (customer.HOLDS: the switch, a copy of it too old to trust, the gateway refusing or deferring an
+    identity) holds that work: its stubs stay for a later pass and the other orgs' go on.
+    """
+    try:
+        rows = pending(batch_size, org)
+    except customer.SwitchUnread as exc:
+        log.warning("embed_pending holds: %s", exc)
+        return 0
+    groups = defaultdict(list)
+    for row in rows:
+        groups[(row["org"], row["namespace"])].append(
+            (row["memory_key"], row["agent"], row["session_id"], row["version"])
+        )
+    done = 0
+    for (org_name, namespace), stubs in sorted(groups.items()):
+        scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=ACTOR)
+        try:
+            done += write.embed_stubs(scope, stubs)
+        except customer.HOLDS as exc:
+            log.warning("embed_pending holds %d stubs of %s/%s: %s", len(stubs), org_name, namespace, exc)
+    return done
+
+
+class _Worker:
+    def __init__(self, target: str):
+        self.target = target
+        self.wake, self.stop = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.run, name="loom-embed-pending", daemon=True)
+
+    def run(self) -> None:
+        clickhouse.use_target_in_thread(self.target)
+        try:
+            while not self.stop.is_set():
+                try:
+                    while run_once() and not self.stop.is_set():  # drain, then wait
+                        pass
+                except Exception:  # the worker outlives one failed pass
+                    log.exception("embedding worker pass failed")
+                self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
+                self.wake.clear()
+        finally:
+            clickhouse.release_thread()
+
+
+_worker: _Worker | None = None
+
+
+def start_worker() -> bool:
+    """Run the embedding worker in this process (the server's), when LOOM_EMBEDDING_WORKER says so: `auto` runs it
+    on the embedded engine only (a ClickHouse server's deployments run `embed_pending --loop` as its own process)."""
+    global _worker
+    wanted = settings.LOOM_EMBEDDING_WORKER
+    if _worker is not None or wanted == "off" or (wanted == "auto" and clickhouse.backend() != "embedded"):
+        return False
+    _worker = _Worker(clickhouse.target())
+    _worker.thread.start()
+    return True
+
+
+@receiver(customer.model_calls_switched)
+def wake(sender=None, enabled: bool = True, **_) -> None:
+    """An org's model calls came back on: its stubs are embedded now, not at the next interval."""
+    if enabled and _worker is not None:
+        _worker.wake.set()
+
+
+def stop_worker() -> None:
+    global _worker
+    if _worker is not None:
+        _worker.stop.set()
+        _worker.wake.set()
+        _worker.thread.join(timeout=30)
+        _worker = None

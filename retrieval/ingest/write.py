@@ -1,0 +1,553 @@
+"""The write path: memory.set and memory.delete.
+
+A batch is judged whole before anything is stored (pinned rows, sensitivity,
+embeddings), then written table by table with `memories` last, so a row that
+`memory.get` serves has its vectors, chunks and terms in place. Each
+identity's writes are serialised within the process by a striped lock.
+"""
+
+import logging
+import threading
+import zlib
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+
+import numpy as np
+from django.conf import settings
+
+from retrieval import knobs
+from retrieval.errors import Refusal
+from retrieval.ingest import sensitivity, write_gates
+from retrieval.language import chunking, sentences, text
+from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
+from retrieval.store import clickhouse, vector_mirror
+from retrieval.store.rows import IDENTITY_COLUMNS, next_version
+from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
+
+ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
+MEMORY_TYPES = ("fact", "preference", "event", "observation", "instruction", "turn", "reflection")
+SOURCE_CLASSES = ("asserted", "observed", "imported", "external", "extracted")
+
+
+@dataclass
+class MemoryInput:
+    memory_key: str
+    value: str
+    agent: str = "default"
+    session_id: str = ""
+    memory_type: str = "fact"
+    tags: list[str] = field(default_factory=list)
+    category: str = ""
+    entities: list[str] = field(default_factory=list)
+    triples: list[list[str]] = field(default_factory=list)  # [subject, relation, object] each
+    confidence: float = 1.0
+    source_class: str = "asserted"
+    sensitivity: str = "low"
+    pinned: bool = False
+    valid_at: datetime | None = None
+    user_id: str = ""
+    run_id: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return (self.memory_key, self.agent, self.session_id)
+
+
+# The fields whose change makes a new version; a write equal on all of them is a no-op.
+_CONTENT = tuple(f.name for f in fields(MemoryInput) if f.name not in ("memory_key", "agent", "session_id"))
+
+
+@dataclass
+class WriteResult:
+    memory_key: str
+    agent: str
+    session_id: str
+    outcome: str  # created | updated | unchanged
+    version: int
+    superseded_version: int | None
+    sensitivity: str
+    sensitivity_reason: str | None
+    embedding_model: str
+    chunks: int
+    embedding_pending: bool = False  # stored with a stub: the org's model calls are off (embed_pending fills it)
+    duplicate_of: str | None = None  # the write gate's verdict: this value duplicates that live row
+    conflict_verdict: dict | None = None  # ...or conflicts with it
+    # "judged"; "skipped": too many pairs to scan, or the scan failed; "off": LOOM_WRITE_GATES; "exempt": nothing to
+    # judge (a conversation turn, a value never embedded or stored with a stub, an unchanged value)
+    write_gates: str = "exempt"
+
+
+# --- locks -----------------------------------------------------------------
+
+_STRIPES = [threading.Lock() for _ in range(64)]
+
+
+class _IdentityLocks:
+    """Hold the stripes of a batch's identities, taken in order so batches cannot deadlock."""
+
+    def __init__(self, scope: Scope, keys):
+        self.locks = [
+            _STRIPES[i]
+            for i in sorted({zlib.crc32(f"{scope.org}\0{scope.namespace}\0{key}".encode()) % 64 for key in keys})
+        ]
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for lock in reversed(self.locks):
+            lock.release()
+
+
+# --- memory.set ---------------------------------------------------------------
+
+
+def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
+    """Store a batch, all or nothing. Raises Refusal before storing anything."""
+    users = {item.user_id for item in items}  # a batch for one user names it to the gateway
+    with (
+        _IdentityLocks(scope, [item.memory_key for item in items]),
+        customer.for_org(
+            scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
+        ),
+    ):
+        current = _active_rows(scope, {item.memory_key for item in items})
+        now = datetime.now(UTC)
+        plans = []
+        for index, item in enumerate(items):
+            previous = current.get(item.identity)
+            level, reason = sensitivity.effective(item.sensitivity, item.value)
+            changes = previous is None or not _unchanged(previous, item, level)
+            if previous and previous["pinned"] and changes and not overwrite_pinned:
+                where = f"items[{index}].memory_key" if len(items) > 1 else "memory_key"
+                raise Refusal(
+                    "MEMORY_PINNED",
+                    f"memory_key {item.memory_key!r} is pinned and was not overwritten; "
+                    "send overwrite_pinned=true to replace it, or delete it first",
+                    where,
+                )
+            plans.append(_plan(scope, item, previous, changes, level, reason, now))
+        if not _embed(scope, plans):
+            for plan in plans:
+                plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
+        write_gates.judge(scope, plans)
+        _store(scope, plans)
+    return [plan.result for plan in plans]
+
+
+@dataclass
+class _Plan:
+    item: MemoryInput
+    previous: dict | None
+    result: WriteResult
+    row: dict | None = None  # None: unchanged, nothing to write
+    head_vector: list | None = None
+    key_vector: list | None = None
+    chunks: list[tuple[int, str]] = field(default_factory=list)
+    chunk_vectors: list = field(default_factory=list)
+
+
+def _plan(scope, item, previous, changes, level, reason, now) -> _Plan:
+    if not changes:
+        result = WriteResult(
+            *item.identity,
+            "unchanged",
+            previous["version"],
+            None,
+            previous["sensitivity"],
+            reason,
+            previous["embedding_model"],
+            previous["chunk_count"],
+        )
+        return _Plan(item, previous, result)
+    embedded = level != "high"
+    model = get_embedder().model_name if embedded else ""
+    chunks = passages(item.value) if embedded else []
+    version = next_version()
+    row = {name: getattr(item, name) for name in _CONTENT}
+    row.update(
+        org=scope.org,
+        namespace=scope.namespace,
+        memory_key=item.memory_key,
+        agent=item.agent,
+        session_id=item.session_id,
+        version=version,
+        revision=version,
+        status=ACTIVE,
+        superseded_by=0,
+        sensitivity=level,
+        actor=scope.subject,
+        embedding_model=model,
+        chunk_count=len(chunks),
+        duplicate_of="",  # the write gates' verdicts (_judge)
+        conflict_verdict="",
+        created_at=previous["created_at"] if previous else now,
+        updated_at=now,
+    )
+    result = WriteResult(
+        *item.identity,
+        "updated" if previous else "created",
+        version,
+        previous["version"] if previous else None,
+        level,
+        reason,
+        model,
+        len(chunks),
+    )
+    return _Plan(item, previous, result, row=row, chunks=chunks)
+
+
+def _unchanged(previous: dict, item: MemoryInput, level: str) -> bool:
+    """Equal on every content field, sensitivity compared at its effective level."""
+    return previous["sensitivity"] == level and all(
+        _same(previous[name], getattr(item, name)) for name in _CONTENT if name != "sensitivity"
+    )
+
+
+def _same(stored, given) -> bool:
+    if isinstance(stored, float) or isinstance(given, float):
+        return abs(float(stored) - float(given)) < 1e-6
+    if isinstance(stored, datetime) and isinstance(given, datetime):
+        return abs((stored - given).total_seconds()) < 0.001
+    return list(stored) == list(given) if isinstance(given, list) else stored == given
+
+
+def passages(value: str) -> list[tuple[int, str]]:
+    """A long value's passages: the row's own vector covers only its head."""
+    if len(value) <= settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
+        return []
+    return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS)
+
+
+def _embed(scope: Scope, plans: list[_Plan]) -> bool:
+    """Embed every new row's head and key, and its chunks, in one call; False when the org's calls are refused."""
+    todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
+    if not todo:
+        return True
+    contexts = turn_contexts(scope.org, scope.namespace, [plan.row for plan in todo])
+    try:
+        vectors = embed_rows(
+            get_embedder(),
+            [
+                (plan.row["value"], plan.row["memory_key"], plan.chunks, context)
+                for plan, context in zip(todo, contexts)
+            ],
+        )
+    except customer.SWITCHED as exc:  # stored with stubs; embed_pending embeds them later
+        log.info("storing %d rows with embedding stubs: %s", len(todo), exc)
+        return False
+    for plan, (head, key, chunk_vectors) in zip(todo, vectors):
+        plan.head_vector, plan.key_vector, plan.chunk_vectors = head, key, chunk_vectors
+    return True
+
+
+def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]], str | None]]) -> list[tuple]:
+    """(value, key, passages, context) -> (value vector, key vector, passage vectors), in one provider call.
+
+    A value's vector is its head's (LOOM_MEMORY_EMBED_HEAD_CHARS), pooled from its sentences when the embedder
+    asks for that (retrieval/language/sentences.py), and for a turn with a `context` (the turn before it, `turn_contexts`)
+    blended with the vector of the two read together. The write path, embed_pending and reembed all embed
+    through here.
+    """
+    head_chars = settings.LOOM_MEMORY_EMBED_HEAD_CHARS
+    texts, spans = [], []
+    for value, key, cut, context in rows:
+        head = value[:head_chars]
+        parts = sentences.pieces(head) if embedder.pools_sentences else [head]
+        together = [f"{context[-head_chars:]}\n{head}"] if context else []
+        spans.append((len(parts), len(together)))
+        texts += parts + together + [key] + [passage for _, passage in cut]
+    vectors = embedder.embed_many(texts)
+    out, at = [], 0
+    for (_, _, cut, _), (parts, together) in zip(rows, spans):
+        head = sentences.pooled(vectors[at : at + parts])
+        at += parts
+        if together:
+            blend = head + knobs.CONTEXT_WEIGHT * vectors[at]
+            head = blend / (np.linalg.norm(blend) or 1.0)
+            at += 1
+        out.append((head, vectors[at], vectors[at + 1 : at + 1 + len(cut)]))
+        at += 1 + len(cut)
+    return out
+
+
+def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None]:
+    """Each conversation turn's preceding turn in its session (None for any other row, and a session's first):
+    the batch's earlier turns first, then the session's newest stored turn of another key older than it."""
+    out: list[str | None] = [None] * len(rows)
+    last: dict[str, str] = {}
+    wanted = []
+    for at in sorted(range(len(rows)), key=lambda at: rows[at]["version"]):  # in the order they were written
+        row = rows[at]
+        if row["memory_type"] != "turn" or not row["session_id"]:
+            continue
+        if row["session_id"] in last:
+            out[at] = last[row["session_id"]]
+        else:
+            wanted.append(at)
+        last[row["session_id"]] = row["value"]
+    if not wanted:
+        return out
+    stored = clickhouse.query(
+        """
+        SELECT session_id, memory_key, version, value FROM memories FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String} AND memory_type = 'turn' AND status = 'active'
+          AND session_id IN {sessions:Array(String)} AND version < {before:UInt64}
+        ORDER BY session_id, version
+        """,
+        {
+            "org": org,
+            "namespace": namespace,
+            "sessions": sorted({rows[at]["session_id"] for at in wanted}),
+            "before": max(rows[at]["version"] for at in wanted),
+        },
+    )
+    for at in wanted:
+        row = rows[at]
+        earlier = [
+            s
+            for s in stored
+            if s["session_id"] == row["session_id"]
+            and s["version"] < row["version"]
+            and s["memory_key"] != row["memory_key"]
+        ]
+        out[at] = earlier[-1]["value"] if earlier else None
+    return out
+
+
+def _store(scope: Scope, plans: list[_Plan]) -> None:
+    changed = [plan for plan in plans if plan.row]
+    if not changed:
+        return
+    now = changed[0].row["updated_at"]
+    revision = next_version()
+    chunks, terms, graph = [], [], _Graph()
+    for plan in changed:
+        row = plan.row
+        if row["embedding_model"]:
+            chunks += _chunk_rows(plan, row["revision"], now)
+            terms += _term_input(row, ACTIVE, +1, row["revision"])
+            graph.add(row, now)
+        if plan.previous:
+            terms += _term_input(plan.previous, SUPERSEDED, -1, revision)
+    retired = [plan.previous for plan in changed if plan.previous]
+    embeddings = [_embedding_row(plan, plan.row["revision"], now) for plan in changed if plan.row["embedding_model"]]
+    clickhouse.insert("memory_embeddings", embeddings)
+    clickhouse.insert("memory_chunks", chunks)
+    clickhouse.insert("term_input", terms)
+    graph.insert()
+    _retire_side_rows(scope, retired, SUPERSEDED, revision)
+    superseded = [
+        {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
+        for plan in changed
+        if plan.previous
+    ]
+    clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
+    vector_mirror.retired(scope.org, scope.namespace, retired)
+    embedded = [row for row in embeddings if row["embedding_dim"]]
+    vector_mirror.added(scope.org, scope.namespace, embedded, chunks, [plan.row for plan in changed])
+
+
+_IDENTITY = ("org", *IDENTITY_COLUMNS)
+
+
+def _embedding_row(plan: _Plan, revision: int, now: datetime) -> dict:
+    """The row's memory_embeddings row: a stub (embedding_dim 0) when it has no vectors yet."""
+    row = plan.row
+    stub = plan.head_vector is None
+    return {
+        **{k: row[k] for k in _IDENTITY},
+        "embedding_model": row["embedding_model"],
+        "revision": revision,
+        "status": ACTIVE,
+        **{k: row[k] for k in ("memory_type", "tags", "category", "entities", "user_id", "run_id")},
+        "source_class": row["source_class"],
+        "confidence": row["confidence"],
+        "sensitivity": row["sensitivity"],
+        "dated_at": row["valid_at"] or row["created_at"],
+        "duplicate_of": row["duplicate_of"],
+        "embedding_dim": 0 if stub else len(plan.head_vector),
+        "value_vector": [] if stub else plan.head_vector,
+        "key_vector": [] if stub else plan.key_vector,
+        "created_at": now,
+    }
+
+
+def _chunk_rows(plan: _Plan, revision: int, now: datetime) -> list[dict]:
+    row = plan.row
+    ident = {k: row[k] for k in _IDENTITY}
+    return [
+        {
+            **ident,
+            "embedding_model": row["embedding_model"],
+            "chunk_index": index,
+            "revision": revision,
+            "status": ACTIVE,
+            "start_char": start,
+            "text": passage,
+            "embedding_dim": len(vector),
+            "vector": vector,
+            "created_at": now,
+        }
+        for index, ((start, passage), vector) in enumerate(zip(plan.chunks, plan.chunk_vectors))
+    ]
+
+
+def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
+    """Embed these (key, agent, session, version) rows, stored with stubs while the org's model calls were off.
+
+    Under the identities' locks, only versions still live are embedded: a row
+    superseded meanwhile keeps its status. The new vector rows carry a newer
+    revision, so they replace the stubs. Returns how many rows were embedded.
+    """
+    with (
+        _IdentityLocks(scope, [stub[0] for stub in stubs]),
+        customer.for_org(scope.org, scope.namespace, scope.subject, "embed_pending"),
+    ):
+        live = _active_rows(scope, {stub[0] for stub in stubs}).values()
+        wanted = set(stubs)
+        rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
+        plans = [_Plan(None, None, None, row=row, chunks=passages(row["value"])) for row in rows]
+        if not rows or not _embed(scope, plans):
+            return 0
+        now, revision = datetime.now(UTC), next_version()
+        embeddings = [_embedding_row(plan, revision, now) for plan in plans]
+        chunks = [chunk for plan in plans for chunk in _chunk_rows(plan, revision, now)]
+        clickhouse.insert("memory_chunks", chunks)
+        clickhouse.insert("memory_embeddings", embeddings)
+        vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)
+    return len(rows)
+
+
+def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
+    """A row version's change to the lexical index: one term_input row per field.
+
+    `sign` +1 enters the BM25 statistics, -1 leaves them, 0 only changes the
+    postings' status. High-sensitivity rows were never indexed and stay out.
+    """
+    if not row["embedding_model"]:
+        return []
+    ident = {k: row[k] for k in _IDENTITY}
+    out = []
+    for name, counts in (("value", text.value_terms(row["value"])), ("key", text.key_terms(row["memory_key"]))):
+        out.append(
+            {
+                **ident,
+                "field": name,
+                "revision": revision,
+                "status": status,
+                "sign": sign,
+                "terms": " ".join(counts),
+                "tfs": list(counts.values()),
+                "doc_len": sum(counts.values()),
+            }
+        )
+    return out
+
+
+class _Graph:
+    """A batch's entity mentions, entity edges and triples (entities lowercased for matching)."""
+
+    def __init__(self):
+        self.mentions, self.edges, self.triples = [], [], []
+
+    def add(self, row: dict, now: datetime):
+        ident = {k: row[k] for k in _IDENTITY}
+        base = {**ident, "revision": row["revision"], "status": ACTIVE, "created_at": now}
+        entities = sorted({entity.lower() for entity in row["entities"]})
+        named = {part.lower() for subject, _, obj in row["triples"] for part in (subject, obj)}
+        self.mentions += [{**base, "entity": entity} for entity in sorted(set(entities) | named)]
+        pairs = {(a, b, "co_mention") for a in entities for b in entities if a != b}
+        for subject, relation, obj in row["triples"]:
+            subject, obj = subject.lower(), obj.lower()
+            pairs |= {(subject, obj, relation), (obj, subject, relation)}
+            self.triples.append(
+                {
+                    **base,
+                    "subject": subject,
+                    "relation": relation,
+                    "object": obj,
+                    "relation_terms": list(text.value_terms(relation)),
+                }
+            )
+        self.edges += [{**base, "src": a, "dst": b, "relation": rel} for a, b, rel in sorted(pairs)]
+
+    def insert(self):
+        clickhouse.insert("entity_mentions", self.mentions)
+        clickhouse.insert("entity_edges", self.edges)
+        clickhouse.insert("entity_triples", self.triples)
+
+
+# The side tables that carry a row version's status: vectors, chunks, the entity graph.
+_SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
+
+
+def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
+    """Carry a status change onto the side-table rows of these row versions (terms go through term_input)."""
+    if not rows:
+        return
+    params = {
+        "org": scope.org,
+        "namespace": scope.namespace,
+        "status": status,
+        "revision": revision,
+        "keys": sorted({row["memory_key"] for row in rows}),
+        "ids": [(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows],
+    }
+    for table in _SIDE_TABLES:
+        clickhouse.command(
+            f"""
+            INSERT INTO {table}
+            SELECT * REPLACE ({{status:String}} AS status, {{revision:UInt64}} AS revision)
+            FROM {table} FINAL
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}}
+              AND memory_key IN {{keys:Array(String)}}
+              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            """,
+            params,
+        )
+
+
+def _active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
+    rows = clickhouse.query(
+        """
+        SELECT * FROM memories FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String}
+          AND memory_key IN {keys:Array(String)} AND status = 'active'
+        ORDER BY version
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "keys": sorted(keys)},
+    )
+    # A race between two processes can leave two active versions; the newest is current.
+    return {(row["memory_key"], row["agent"], row["session_id"]): row for row in rows}
+
+
+# --- memory.delete ------------------------------------------------------------
+
+
+def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> int:
+    """Tombstone a key's rows (all writers and sessions unless narrowed); returns the rows deleted."""
+    with _IdentityLocks(scope, [memory_key]):
+        rows = clickhouse.query(
+            """
+            SELECT * FROM memories FINAL
+            WHERE org = {org:String} AND namespace = {namespace:String}
+              AND memory_key = {key:String} AND status != 'deleted'
+              AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
+              AND ({session:Nullable(String)} IS NULL OR session_id = {session:Nullable(String)})
+            """,
+            {"org": scope.org, "namespace": scope.namespace, "key": memory_key, "agent": agent, "session": session_id},
+        )
+        if not rows:
+            return 0
+        revision = next_version()
+        terms = [t for row in rows for t in _term_input(row, DELETED, -1 if row["status"] == ACTIVE else 0, revision)]
+        clickhouse.insert("term_input", terms)
+        _retire_side_rows(scope, rows, DELETED, revision)
+        clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
+        vector_mirror.retired(scope.org, scope.namespace, rows)
+    return sum(1 for row in rows if row["status"] == ACTIVE)

@@ -1,0 +1,176 @@
+"""The write gates: whether a value being stored duplicates, or conflicts with, a live row of another key.
+
+Deterministic, no model call. A value whose cosine to a live row of another key in
+its write scope (agent, user, session, run, memory type: a canonical row must be
+visible wherever its duplicate is) passes the duplicate gate, and that holds the
+same numbers, versions, dates, identifiers and names, is stored as a duplicate of
+it; past the conflict gate, it carries a conflict verdict. The nearest stored row
+comes from the namespace's vector mirror when it is loaded, else from one ClickHouse
+scan joined to the batch by write scope; the batch's own earlier rows count too.
+`write.set_memories` calls `judge` on its plans before anything is stored.
+"""
+
+import json
+import logging
+
+import numpy as np
+from django.conf import settings
+
+from retrieval.gates import thresholds
+from retrieval.language import names
+from retrieval.store import clickhouse, reads, vector_mirror
+from retrieval.store.eligibility import Eligibility
+from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
+
+
+def judge(scope: Scope, plans: list) -> None:
+    """The write gates: a value whose cosine to a live row of another key (in its write scope) passes the duplicate
+    gate is stored as a duplicate of it (hidden from search unless include_duplicates); past the conflict gate, it
+    carries a conflict verdict. Deterministic, no model call."""
+    # A conversation turn records what was said: an answer that echoes its question is no duplicate of it.
+    todo = [plan for plan in plans if plan.row and plan.head_vector is not None and plan.row["memory_type"] != "turn"]
+    if not settings.LOOM_WRITE_GATES:
+        for plan in todo:
+            plan.result.write_gates = "off"
+        return
+    if not todo:
+        return
+    model = todo[0].row["embedding_model"]
+    vectors = np.asarray([plan.head_vector for plan in todo], dtype=np.float32)
+    keys = [plan.row["memory_key"] for plan in todo]
+    scopes = [vector_mirror.scope_of(plan.row) for plan in todo]
+    nearest = _nearest_stored(scope, model, vectors, keys, scopes)
+    if nearest is None:  # said, not hidden
+        for plan in todo:
+            plan.result.write_gates = "skipped"
+        return
+    gates = thresholds.resolve(scope.org, scope.namespace, model)
+    for plan in todo:
+        plan.result.write_gates = "judged"
+    # The batch's own earlier rows count too: of two copies written together, the first is the canonical.
+    sims = _earlier_in_batch(vectors, keys, scopes)
+    best = sims.argmax(axis=1).tolist()
+    canonical = np.ones(len(todo), dtype=bool)  # a duplicate is never a canonical
+    stored_values = _values(
+        scope, [(hit[0], scopes[i]) for i, hit in enumerate(nearest) if hit is not None and hit[1] >= gates.duplicate]
+    )
+    for i, (plan, hit) in enumerate(zip(todo, nearest)):
+        j = best[i]
+        if not canonical[j]:  # rare: look again among the canonical rows
+            j = int(np.where(canonical, sims[i], -np.inf).argmax())
+        value = stored_values.get((hit[0], scopes[i])) if hit is not None else None
+        if canonical[j] and sims[i, j] > -np.inf and (hit is None or sims[i, j] > hit[1]):
+            hit, value = (keys[j], float(sims[i, j])), todo[j].row["value"]
+        if hit is None:
+            continue
+        key, similarity = hit
+        # A near copy that differs in a number, version, date, identifier or name is another fact.
+        if (
+            similarity >= gates.duplicate
+            and value is not None
+            and names.markers(value) == names.markers(plan.row["value"])
+        ):
+            plan.row["duplicate_of"] = plan.result.duplicate_of = key
+            canonical[i] = False
+        elif similarity >= gates.conflict:
+            verdict = {
+                "memory_key": key,
+                "similarity": round(similarity, 4),
+                "threshold": gates.conflict,
+                "tier": gates.tier,
+            }
+            plan.row["conflict_verdict"] = json.dumps(verdict)
+            plan.result.conflict_verdict = verdict
+
+
+def _values(scope: Scope, wanted: list[tuple[str, tuple]]) -> dict[tuple[str, tuple], str]:
+    """The live values of these (key, write scope) rows: what a duplicate candidate's markers are read from."""
+    if not wanted:
+        return {}
+    rows = clickhouse.query(
+        f"""
+        SELECT memory_key, {", ".join(vector_mirror.SCOPE)}, value FROM memories FINAL
+        WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND memory_key IN {{keys:Array(String)}}
+          AND status = 'active'
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "keys": sorted({key for key, _ in wanted})},
+    )
+    return {(row["memory_key"], vector_mirror.scope_of(row)): row["value"] for row in rows}
+
+
+def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> np.ndarray:
+    """Cosines of each row to the batch's earlier rows of another key in its write scope; -inf for every other."""
+    codes = {scope: at for at, scope in enumerate(dict.fromkeys(scopes))}
+    scope_codes = np.asarray([codes[scope] for scope in scopes])
+    key_codes = np.unique(keys, return_inverse=True)[1]
+    allowed = np.tri(len(keys), k=-1, dtype=bool)
+    allowed &= (scope_codes[:, None] == scope_codes) & (key_codes[:, None] != key_codes)
+    return np.where(allowed, vectors @ vectors.T, -np.inf)
+
+
+def _nearest_stored(
+    scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+) -> list[tuple[str, float] | None] | None:
+    """Each vector's nearest stored row: from the vector mirror when it is loaded, else a ClickHouse scan; None when
+    the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
+    mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
+    if mirror is not None:
+        return mirror.nearest(vectors, keys, scopes)
+    try:
+        stored = reads.live_rows(scope.org, scope.namespace)
+        if stored == 0:
+            return [None] * len(keys)
+        if len(keys) * stored > settings.LOOM_WRITE_GATES_MAX_PAIRS:
+            log.warning(
+                "write gates skipped for %d rows of %s/%s: over LOOM_WRITE_GATES_MAX_PAIRS",
+                len(keys),
+                scope.org,
+                scope.namespace,
+            )
+            return None
+        return _nearest_in_clickhouse(scope, model, vectors, keys, scopes)
+    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+        log.warning("write gates skipped for %d rows of %s/%s: %s", len(keys), scope.org, scope.namespace, exc)
+        return None
+
+
+def _nearest_in_clickhouse(
+    scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+) -> list[tuple[str, float] | None]:
+    """For each vector, the most similar live row of another key in its write scope: one scan of the namespace's
+    vectors, joined to the batch by scope (so only pairs within a scope are scored)."""
+    live = Eligibility(["active"])
+    batch_scope = ", ".join(
+        f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in vector_mirror.SCOPE
+    )
+    same_scope = " AND ".join(f"{name} = b_{name}" for name in vector_mirror.SCOPE)
+    rows = clickhouse.query(
+        f"""
+        SELECT i, argMax(memory_key, sim) AS key, max(sim) AS best FROM (
+            SELECT i, memory_key, dotProduct(value_vector, q) AS sim
+            FROM memory_embeddings
+            INNER JOIN (
+                SELECT i, arraySlice({{vectors:Array(Float32)}}, (i - 1) * {{dim:UInt32}} + 1, {{dim:UInt32}}) AS q,
+                       arrayElement({{keys:Array(String)}}, i) AS b_key, {batch_scope}
+                FROM (SELECT arrayJoin(range(1, {{n:UInt32}} + 1)) AS i)
+            ) AS batch ON {same_scope}
+            WHERE {live.where()} AND memory_key != b_key
+        )
+        GROUP BY i
+        """,
+        {
+            "org": scope.org,
+            "namespaces": [scope.namespace],
+            "model": model,
+            "statuses": live.statuses,
+            "n": len(keys),
+            "dim": vectors.shape[1],
+            "vectors": vectors.ravel(),
+            "keys": keys,
+            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
+        },
+    )
+    found = {row["i"]: (row["key"], row["best"]) for row in rows}
+    return [found.get(i + 1) for i in range(len(keys))]

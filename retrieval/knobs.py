@@ -1,0 +1,391 @@
+"""Every weight and constant a search ranks and judges by, in one table: its stage, default, bounds, why, and
+the setting that overrides it (a `LOOM_*` name) or none (a constant, changed here with a measurement).
+
+`loom_site/settings.py` reads the settings from this table, the code reads the constants from this module, and
+the README's "Ranking knobs" table is generated from it (`python -m retrieval.knobs`; a test keeps them equal).
+"""
+
+from dataclasses import dataclass
+
+from retrieval.options import SEARCH_MODES
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # a constant of this module, or the LOOM_* setting
+    default: object
+    stage: str  # where it acts: plan, embed, fusion, rank, window, verdict, gates, write
+    why: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def setting(self) -> bool:
+        return self.name.startswith("LOOM_")
+
+    def read(self, env):
+        """The setting's value from the environment (loom_site/env.py: strict, bounded)."""
+        if isinstance(self.default, bool):
+            return env.boolean(self.name, self.default)
+        if self.choices:
+            return env.choice(self.name, self.default, self.choices)
+        if isinstance(self.default, tuple):
+            return env.strings(self.name, self.default)
+        if isinstance(self.default, int):
+            return env.integer(self.name, self.default, self.minimum, self.maximum)
+        return env.number(self.name, self.default, self.minimum, self.maximum)
+
+
+TABLE: list[Knob] = []
+
+
+def _knob(name: str, default, stage: str, why: str, **bounds):
+    TABLE.append(Knob(name, default, stage, why, **bounds))
+    return default
+
+
+# --- plan: the mode, the pool ----------------------------------------------------------------------------------
+_knob(
+    "LOOM_MEMORY_SEARCH_DEFAULT_MODE",
+    "semantic",
+    "plan",
+    "the spec's wire default; `make run` serves hybrid (README, Quality)",
+    choices=SEARCH_MODES,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_DEFAULT_ALPHA",
+    0.25,
+    "plan",
+    "hybrid's lexical weight: chosen on leave-one-conversation-out folds of the dev split",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_POOL_MULTIPLIER",
+    4,
+    "plan",
+    "the pool each leg fills is top_k times this (at least the minimum below)",
+    minimum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_POOL_MIN",
+    50,
+    "plan",
+    "the smallest pool: the abstain verdict reads separation over it",
+    minimum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK",
+    8,
+    "plan",
+    "a reranker only reorders what the first stage surfaced: its pool is widened first",
+    minimum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_PAGING_POOL",
+    200,
+    "plan",
+    "how much of the ranked pool a paged search parks",
+    minimum=1,
+    maximum=5000,
+)
+_knob("LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS", 600, "plan", "how long a parked page handle serves", minimum=1)
+_knob(
+    "LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS",
+    7.0,
+    "plan",
+    "temporal mode's half-width around the question's date, at least",
+    minimum=0,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE",
+    "this",
+    "plan",
+    "a search reads its own namespace unless it asks for all_mine",
+    choices=("this", "all_mine"),
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_FANOUT_MAX_NAMESPACES",
+    32,
+    "plan",
+    "all_mine reads at most this many namespaces; the rest are named in namespaces_skipped",
+    minimum=0,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_KEY_AXIS",
+    "auto",
+    "plan",
+    "score the query against key vectors too: on, off, or when keys are reused",
+    choices=("auto", "on", "off"),
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_KEY_AXIS_AUTO_REUSE_SHARE",
+    0.1,
+    "plan",
+    "auto: a namespace whose keys repeat this often names attributes with them",
+    minimum=0,
+    maximum=1,
+)
+
+# --- embed: the query's vector ----------------------------------------------------------------------------------
+_knob(
+    "LOOM_MEMORY_SEARCH_EMBED_BOUND_S",
+    2.5,
+    "embed",
+    "the query embed's bound per attempt, then 503 EMBED_TIMEOUT",
+    minimum=0.05,
+)
+_knob("LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES", 1, "embed", "attempts after the first within the bound", minimum=0)
+_knob(
+    "LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS",
+    6,
+    "embed",
+    "a short query embeds its words as the corpus spells them (0: off)",
+    minimum=0,
+)
+
+# --- fusion: each mode's relevance --------------------------------------------------------------------------------
+RRF_K = _knob("RRF_K", 60, "fusion", "rrf's rank offset, the value of the original paper: a rank-1 hit counts 1/61")
+RRF_PATH_LEXICAL_WEIGHT = _knob(
+    "RRF_PATH_LEXICAL_WEIGHT",
+    0.5,
+    "fusion",
+    "a code- or path-shaped query shares path tokens with every path: its lexical order counts half",
+)
+GRAPH_ENTITY = _knob("GRAPH_ENTITY", 0.1, "fusion", "graph mode: a row that mentions a query entity, over its cosine")
+GRAPH_HOP = _knob("GRAPH_HOP", 0.1, "fusion", "graph mode: a row one edge away from a query entity")
+GRAPH_TRIPLE = _knob("GRAPH_TRIPLE", 0.2, "fusion", "graph mode: a row holding a triple about a query entity")
+TEMPORAL_CLOSENESS = _knob(
+    "TEMPORAL_CLOSENESS",
+    0.05,
+    "fusion",
+    "temporal mode: closeness to the question's date, over cosine: orders, never outweighs",
+)
+TIE = _knob("TIE", 0.01, "fusion", "within lexical or related relevance, the other signal only breaks ties")
+
+# --- rank: bounded terms added to relevance ----------------------------------------------------------------------
+ENTITY_BOOST = _knob("ENTITY_BOOST", 0.5, "rank", "times the share of the entity_filter's entities a row carries")
+QUERY_ENTITY_BOOST = _knob(
+    "QUERY_ENTITY_BOOST", 0.1, "rank", "a known entity the question names (not filtered on): a smaller lift"
+)
+NEAR_TIE = _knob(
+    "NEAR_TIE", 0.1, "rank", "a recency or chronology cue reorders the rows within this of the most relevant by date"
+)
+RECENCY = _knob(
+    "RECENCY", 0.1, "rank", "...each near-tie lifted to the top plus this times its date's place (newest 1)"
+)
+DATE = _knob("DATE", 0.15, "rank", "a dated question lifts rows dated within its window, most at the date")
+TAG_BOOST = _knob("TAG_BOOST", 0.05, "rank", "a row carrying one of tags_soft (inside the prior cap)")
+CATEGORY_BOOST = _knob("CATEGORY_BOOST", 0.05, "rank", "a row in category_soft (inside the prior cap)")
+KEY_MATCH = _knob(
+    "KEY_MATCH",
+    {"tiebreak": 0.01, "boost": 0.05, "off": 0.0},
+    "rank",
+    "the query's words in a row's key: a tie-break, or a small boost",
+)
+DEMOTED = _knob("DEMOTED", -10.0, "rank", "demote_tags: below every other row, still in order among its kind")
+TRUST = _knob(
+    "TRUST",
+    {"asserted": 0.5, "observed": 0.5, "imported": -0.25, "external": -1.0, "extracted": 0.0},
+    "rank",
+    "per source_class, times the trust weight",
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_TRUST_WEIGHT",
+    0.0,
+    "rank",
+    "the spec's trust term; off until attestations exist to earn it",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_PRIOR_CAP",
+    0.15,
+    "rank",
+    "confidence, tag and category priors together never add more",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT",
+    0.15,
+    "rank",
+    "memory.outcome events earned by a key, decayed",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS",
+    90.0,
+    "rank",
+    "an outcome event counts half after this long",
+    minimum=0.01,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE",
+    0.1,
+    "rank",
+    "medium and high sensitivity rows sink unless the query asks for contact details",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_RECENCY_POOL_WEIGHT",
+    0.0,
+    "rank",
+    "the spec's newness term over the pool; off: the cue-driven recency term does this better",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_SOURCE_CLASS_BOOST_ELIGIBLE",
+    ("asserted", "observed", "imported", "external", "extracted"),
+    "rank",
+    "source classes the priors and reinforcement apply to",
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_KEY_MATCH_MODE",
+    "tiebreak",
+    "rank",
+    "how KEY_MATCH applies",
+    choices=("tiebreak", "boost", "off"),
+)
+
+# --- window ------------------------------------------------------------------------------------------------------
+_knob(
+    "LOOM_MEMORY_SEARCH_PER_KEY_CAP",
+    2,
+    "window",
+    "at most this many rows of one key in a window, so one attribute cannot fill it (0: no cap)",
+    minimum=0,
+)
+
+# --- verdict: hits or abstain ------------------------------------------------------------------------------------
+SEPARATION_SPAN = _knob(
+    "SEPARATION_SPAN", 0.15, "verdict", "the lead over the pool's median cosine that counts as fully separated"
+)
+JUDGED_POOL = _knob(
+    "JUDGED_POOL",
+    50,
+    "verdict",
+    "separation is read over this many most similar rows: the smallest pool a search reads",
+)
+RISK_LOW = _knob("RISK_LOW", 0.66, "verdict", "retrieval_confidence at or over this is risk low")
+RISK_MEDIUM = _knob("RISK_MEDIUM", 0.33, "verdict", "...at or over this medium, under it high")
+_knob(
+    "LOOM_MEMORY_SEARCH_MIN_CONFIDENCE",
+    0.15,
+    "verdict",
+    "under this confidence a search abstains low_calibrated_confidence",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE",
+    "pool",
+    "verdict",
+    "the best cosine the abstain gate judges: the pool's (an off-window hit still counts), rank 1's or the window's",
+    choices=("pool", "rank1", "window"),
+)
+
+# --- gates: the scalar tier, in force until an embedder is calibrated (fake embedders always) -------------------
+_knob(
+    "LOOM_MEMORY_SEARCH_MIN_SIMILARITY",
+    0.22,
+    "gates",
+    "the similarity floor: a hit under it is marked below_threshold",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_ABSTAIN_THRESHOLD",
+    0.30,
+    "gates",
+    "no cosine over it: abstain below_threshold",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD",
+    0.45,
+    "gates",
+    "a first pass weaker than this runs HyDE when asked",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_QUERY_REWRITE_THRESHOLD",
+    0.38,
+    "gates",
+    "the spec's query-rewrite gate, for the weak-pass fallback",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_LLM_RERANK_SKIP_ABOVE", 0.60, "gates", "a first pass this strong skips the LLM reranker", minimum=0, maximum=1
+)
+_knob(
+    "LOOM_CONFLICT_THRESHOLD",
+    0.85,
+    "gates",
+    "a write this close to a stored value of its key conflicts with it",
+    minimum=0,
+    maximum=1,
+)
+_knob(
+    "LOOM_DUPLICATE_THRESHOLD",
+    0.95,
+    "gates",
+    "a write this close to a stored value with the same markers duplicates it",
+    minimum=0,
+    maximum=1,
+)
+NOISE_PERCENTILE = _knob(
+    "NOISE_PERCENTILE", 90, "gates", "a namespace's noise: this percentile of off-topic questions' best cosines"
+)
+NOISE_MARGIN = _knob(
+    "NOISE_MARGIN",
+    0.07,
+    "gates",
+    "the abstain gate stands this far over the noise (the spec's floor plus abstain margins)",
+)
+
+# --- write: how a row's vector is made ---------------------------------------------------------------------------
+CONTEXT_WEIGHT = _knob(
+    "CONTEXT_WEIGHT",
+    0.5,
+    "write",
+    "a turn's vector leans toward the turn it answers: gained recall@10 on every dev fold",
+)
+
+SETTINGS = [knob for knob in TABLE if knob.setting]
+
+
+def _shown(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {amount:g}" for key, amount in value.items())
+    if isinstance(value, tuple):
+        return ", ".join(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def markdown() -> str:
+    """The README's table, one row per knob in stage order."""
+    lines = ["| stage | knob | default | bounds | why |", "|---|---|---|---|---|"]
+    for knob in TABLE:
+        if knob.choices:
+            bounds = " / ".join(knob.choices)
+        elif knob.minimum is not None or knob.maximum is not None:
+            low = "" if knob.minimum is None else _shown(knob.minimum)
+            high = "" if knob.maximum is None else _shown(knob.maximum)
+            bounds = f"{low}–{high}" if high else f"≥ {low}"
+        else:
+            bounds = ""
+        name = f"`{knob.name}`" if knob.setting else f"{knob.name} (constant)"
+        lines.append(f"| {knob.stage} | {name} | {_shown(knob.default)} | {bounds} | {knob.why} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

@@ -1,0 +1,42 @@
+"""Entity: rows naming the query's entities (the entity_filter, and known entities the query names)."""
+
+from retrieval.language import text
+from retrieval.search.legs import Context, matches, rows_to_hits
+from retrieval.store import clickhouse
+
+_EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>"
+
+
+def known(org: str, namespaces: list[str], names: list[str]) -> list[str]:
+    """Which of these (lowercased) names a live row of the namespaces mentions."""
+    if not names:
+        return []
+    rows = clickhouse.query_rows(
+        """
+        SELECT DISTINCT entity FROM entity_mentions FINAL
+        WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND status = 'active'
+          AND entity IN {names:Array(String)}
+        ORDER BY entity
+        """,
+        {"org": org, "namespaces": namespaces, "names": sorted(set(names))},
+    )
+    return [row[0] for row in rows]
+
+
+def mentioned_names(query: str, longest: int = 4) -> list[str]:
+    """Every run of up to `longest` words of the query, lowercased: the names it could be saying.
+
+    Words split at whitespace with punctuation trimmed from their ends, so `db-01` and
+    `acme.io` stay whole; the word tokens (`db`, `01`) are tried as well.
+    """
+    words = [word.strip(_EDGE_PUNCTUATION) for word in query.lower().split()]
+    words = [word for word in words if word]
+    runs = {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
+    return sorted(runs | set(text.tokens(query)))
+
+
+def run(ctx: Context):
+    if not ctx.entities:
+        return []
+    rows = matches(ctx, "entity_mentions", "entity", ctx.entities)
+    return rows_to_hits(rows, lambda r: {"entity": r["matched"] / len(ctx.entities)})

@@ -1,0 +1,55 @@
+"""The candidate pool a search fuses: row identities and what each leg said about them."""
+
+from dataclasses import dataclass, field
+
+from retrieval.store.rows import RowId
+
+
+@dataclass
+class Candidate:
+    id: RowId
+    signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output
+    chunk: dict | None = None  # the best passage, when the chunk leg found one
+    meta: dict | None = None  # the row's filter and rank columns, from its vector row
+    row: dict | None = None  # the memory row, hydrated for the served window only
+    components: dict[str, float] = field(default_factory=dict)
+    relevance: float = 0.0  # the fused score, before rank terms
+    score: float = 0.0  # what the window is sorted by
+    below_threshold: bool = False
+
+    @property
+    def fact_similarity(self) -> float:
+        return max(self.signals.get("value_similarity", 0.0), self.signals.get("key_similarity", 0.0))
+
+    @property
+    def similarity(self) -> float:
+        """Cosine to the query in [0, 1]: the best of value, key and chunk vectors (and HyDE's answer, when it ran)."""
+        return min(
+            1.0,
+            max(
+                0.0,
+                self.fact_similarity,
+                self.signals.get("chunk_similarity", 0.0),
+                self.signals.get("hyde_similarity", 0.0),
+            ),
+        )
+
+    @property
+    def source(self) -> str:
+        return "chunk" if self.signals.get("chunk_similarity", 0.0) > self.fact_similarity else "fact"
+
+
+class Pool(dict):
+    """RowId -> Candidate; a signal reported twice keeps its best value."""
+
+    def add(self, row_id: RowId, signals: dict[str, float], chunk: dict | None = None, meta: dict | None = None):
+        candidate = self.get(row_id)
+        if candidate is None:
+            candidate = self[row_id] = Candidate(row_id)
+        if meta is not None:
+            candidate.meta = meta
+        for name, value in signals.items():
+            candidate.signals[name] = max(value, candidate.signals.get(name, value))
+        if chunk is not None and signals.get("chunk_similarity", 0) >= candidate.signals.get("chunk_similarity", 0):
+            candidate.chunk = chunk
+        return candidate

@@ -1,0 +1,163 @@
+"""What a search hands back: the served window as hits, with their rows hydrated, or as one reader block."""
+
+from dataclasses import dataclass, field
+
+from retrieval.search.pool import Candidate
+from retrieval.store import clickhouse, vector_mirror
+from retrieval.store.rows import IDENTITY_TYPE, row_id
+
+EXCERPT_CHARS = 320
+# The components a hit always carries, and those it carries when they are not zero;
+# explain=true adds every other.
+ALWAYS_COMPONENTS = ("similarity", "relevance", "rank_score")
+MAIN_COMPONENTS = ("entity_boost", "prior", "reinforcement", "foreign", "demoted", "sensitivity_demotion")
+
+
+@dataclass
+class SearchResult:
+    hits: list[dict]
+    abstain: bool
+    abstain_code: str | None
+    abstain_reason: str | None
+    retrieval_confidence: float
+    retrieval_risk: str
+    candidates_total: int
+    namespaces_searched: list[str]
+    namespaces_skipped: list[str] = field(default_factory=list)
+    pending_extraction: int = 0
+    degraded: list[str] = field(default_factory=list)
+    next: str | None = None
+    search_mode: str = ""
+    mode_source: str = ""
+    recipe: str | None = None
+    retrieval_budget: str = ""
+    thresholds: dict = field(default_factory=dict)
+    query_entities: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    trace_id: str = ""
+    retrieval_work: dict = field(default_factory=dict)  # query_spellings, query_spellings_skipped
+    reader_block: str | None = None  # render="reader": the hits as one text block
+
+
+# What a hit shows of its row. Read without FINAL (the merge costs more than the row):
+# each identity's newest revision is kept here instead.
+HIT_COLUMNS = (
+    "namespace, memory_key, agent, session_id, version, revision, status, superseded_by, value, memory_type, "
+    "tags, entities, source_class, valid_at, created_at"
+)
+
+
+def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
+    """Attach each candidate's memory row (the exact version the legs scored, at its latest revision).
+
+    Live rows the vector mirror holds come from it; the rest are read.
+    """
+    candidates = [c for c in candidates if c.row is None]  # the reranker may have read the pool's head already
+    if not candidates:
+        return
+    by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
+    unread = [c for c in candidates if c.id not in by_id]
+    rows = (
+        clickhouse.query(
+            f"""
+        SELECT {HIT_COLUMNS} FROM memories
+        WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}
+          AND memory_key IN {{keys:Array(String)}}
+          AND (namespace, memory_key, agent, session_id, version) IN {{ids:{IDENTITY_TYPE}}}
+        """,
+            {
+                "org": org,
+                "namespaces": sorted({c.id.namespace for c in unread}),
+                "keys": sorted({c.id.memory_key for c in unread}),
+                "ids": [c.id.as_tuple() for c in unread],
+            },
+        )
+        if unread
+        else []
+    )
+    for row in rows:
+        held = by_id.get(rid := row_id(row))
+        if held is None or row["revision"] > held["revision"]:
+            by_id[rid] = row
+    for c in candidates:
+        c.row = by_id.get(c.id)
+
+
+def hits(
+    served: list[Candidate], *, home: str, bodies: str, floor_mode: str, budget_tokens: int | None, explain: bool
+) -> list[dict]:
+    """The served window as the caller reads it, bodies cut to `bodies`, floor_mode and the token budget."""
+    budget = budget_tokens * 4 if budget_tokens else None  # ~4 characters a token
+    out = []
+    for c in served:
+        row = c.row
+        matched = c.chunk["text"] if c.source == "chunk" and c.chunk else row["value"]
+        body_mode = "none" if c.below_threshold and floor_mode == "ids_only" else bodies
+        excerpt = "" if body_mode == "none" else _excerpt(matched)
+        body = {"full": row["value"], "source": row["value"], "unit": matched}.get(body_mode)
+        truncated = False
+        if budget is not None:
+            excerpt, body, truncated, budget = _spend(excerpt, body, budget)
+        components = dict(c.components)
+        if c.id.namespace != home:
+            components["foreign"] = 1.0
+        if not explain:
+            components = {k: v for k, v in components.items() if k in ALWAYS_COMPONENTS or (k in MAIN_COMPONENTS and v)}
+        out.append(
+            {
+                "memory_key": c.id.memory_key,
+                "namespace": c.id.namespace,
+                "agent": c.id.agent,
+                "session_id": c.id.session_id,
+                "version": c.id.version,
+                "content_excerpt": excerpt,
+                "value": body,
+                "body_truncated": truncated,
+                "similarity": round(c.similarity, 6),
+                "rank_score": round(c.score, 6),
+                "below_threshold": c.below_threshold,
+                "source": c.source,
+                "parent_memory_key": c.id.memory_key if c.source == "chunk" else None,
+                "chunk_index": c.chunk["chunk_index"] if c.source == "chunk" and c.chunk else None,
+                "status": row["status"],
+                "superseded_by": row["superseded_by"] or None,
+                "source_class": row["source_class"],
+                "verified": False,
+                "memory_type": row["memory_type"],
+                "tags": row["tags"],
+                "entities": row["entities"],
+                "valid_at": row["valid_at"],
+                "created_at": row["created_at"],
+                "score_components": {k: round(v, 6) if isinstance(v, float) else v for k, v in components.items()},
+            }
+        )
+    return out
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rstrip() + "…"
+
+
+def _spend(excerpt: str, body: str | None, budget: int):
+    """Charge this hit's body against the remaining budget, cutting what does not fit."""
+    text = body if body is not None else excerpt
+    if len(text) <= budget:
+        return excerpt, body, False, budget - len(text)
+    cut = text[:budget]
+    return (cut if body is None else excerpt[:budget]), (cut if body is not None else None), True, 0
+
+
+def reader_block(result: SearchResult) -> str:
+    """The window as a model reads evidence: numbered hits, each with its key, date and text (the served body,
+    else the excerpt); a weak hit is marked; an abstained search says so and why, so nothing reads as an answer."""
+    if result.abstain:
+        return f"No memory answers this ({result.abstain_code}): {result.abstain_reason}"
+    blocks = []
+    for number, hit in enumerate(result.hits, 1):
+        dated = hit["valid_at"] or hit["created_at"]
+        weak = " · below the similarity floor" if hit["below_threshold"] else ""
+        text = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
+        blocks.append(f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{weak}\n{text}")
+    return "\n\n".join(blocks)

@@ -1,0 +1,323 @@
+"""search(): the one entry point REST and the Recall Lab both call.
+
+plan -> embed -> legs -> rescore and hydrate -> fuse -> rank terms -> window
+-> verdict -> hits. Each stage is timed; a failing leg is named in
+`degraded` and the search goes on.
+"""
+
+import logging
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from django.conf import settings
+
+from retrieval.gates import thresholds
+from retrieval.gates.thresholds import Gates
+from retrieval.language import query as query_text
+from retrieval.providers import customer, remote
+from retrieval.providers.embedders import get_embedder
+from retrieval.search import (
+    abstain,
+    fusion,
+    hyde,
+    key_axis,
+    mentions,
+    paging,
+    rank,
+    reach,
+    rerank,
+    spelling,
+    trace,
+    usage,
+    window,
+)
+from retrieval.search.legs import Context
+from retrieval.search.legs import entity as entity_leg
+from retrieval.search.legs import run as run_legs
+from retrieval.search.legs.vector import rescore
+from retrieval.search.plan import Plan, SearchRequest, resolve
+from retrieval.search.pool import Candidate, Pool
+from retrieval.search.result import SearchResult, hits, hydrate, reader_block
+from retrieval.store import clickhouse, eligibility, namespaces
+from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
+
+
+class _Clock:
+    def __init__(self):
+        self.started = self.last = time.perf_counter()
+        self.stages: dict[str, float] = {}
+
+    def lap(self, stage: str):
+        now = time.perf_counter()
+        self.stages[stage] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+    @property
+    def total_ms(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 3)
+
+
+@dataclass
+class _Prepared:
+    ctx: Context
+    gates: Gates
+    floor: float
+    missing_entities: list[str]  # entity_filter entities, when none of them is in memory
+    names: mentions.Check  # the names the query is about, and those memory mentions
+    skipped: list[str]
+    config: namespaces.NamespaceConfig
+    degraded: list[str]  # what the search could not run, known before the legs
+    cosine: bool  # False when the query could not be embedded: no similarity to judge by
+    work: spelling.Work  # what query spelling did
+
+
+def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
+    clock = _Clock()
+    if request.page:
+        result = paging.serve(scope, request.page, clock)
+        return _finish(scope, request, result, op, run_id, clock, text_capture=False)
+    prepared = _prepare(scope, request, clock)
+    ctx, degraded = prepared.ctx, list(prepared.degraded)
+    pool = Pool()
+    run_legs(ctx, pool, degraded, clock.stages)
+    clock.last = time.perf_counter()
+    candidates = _complete(ctx, pool)
+    clock.lap("rescore")
+    if ctx.plan.hyde and prepared.cosine and hyde.expand(scope, ctx, pool, prepared.gates, degraded):
+        candidates = _complete(ctx, pool)
+        clock.lap("hyde")
+    earned = {}
+    if ctx.plan.reinforcement_weight and request.personalization != "none":
+        earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
+    scale = fusion.fuse(candidates, ctx.plan)
+    date = ctx.shape.date if ctx.plan.mode != "temporal" else None
+    rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned, ctx.entities))
+    ranked = rank.order(candidates)
+    clock.lap("rank")
+    order, notes = ranked, list(ctx.plan.notes)
+    if ctx.plan.rerank:
+        order, note = rerank.order(scope, ctx, ranked, prepared.gates, degraded)
+        notes += [note] if note else []
+        clock.lap("rerank")
+    served = window.shape(order, ctx.plan, prepared.floor)
+    hydrate(ctx.org, served, ctx.model)
+    served = [c for c in served if c.row is not None]
+    verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
+    result = SearchResult(
+        hits=hits(
+            served,
+            home=scope.namespace,
+            bodies=ctx.plan.bodies,
+            floor_mode=ctx.plan.floor_mode,
+            budget_tokens=ctx.plan.body_budget_tokens,
+            explain=request.explain,
+        ),
+        abstain=verdict.abstain,
+        abstain_code=verdict.code,
+        abstain_reason=verdict.reason,
+        retrieval_confidence=verdict.confidence,
+        retrieval_risk=verdict.risk,
+        candidates_total=len(candidates),
+        namespaces_searched=ctx.namespaces,
+        namespaces_skipped=prepared.skipped,
+        degraded=degraded,
+        search_mode=ctx.plan.mode,
+        mode_source=ctx.plan.mode_source,
+        recipe=ctx.plan.recipe,
+        retrieval_budget=ctx.plan.budget,
+        thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
+        query_entities=ctx.entities,
+        notes=notes,
+        retrieval_work={**asdict(prepared.work), **_names_work(prepared.names)},
+    )
+    if request.paging:
+        served_ids = {c.id for c in served}
+        pool_order = window.shape(order, replace(ctx.plan, top_k=ctx.plan.pool_size), prepared.floor)
+        rest = [c for c in pool_order if c.id not in served_ids]
+        result.next = paging.park(scope, rest, ctx.plan, request.explain, verdict)
+    clock.lap("window")
+    return _finish(scope, request, result, op, run_id, clock, prepared.config.text_capture)
+
+
+def search_trace(scope: Scope, request: SearchRequest) -> dict:
+    """The vector leg alone: every candidate's distance, similarity, entity_boost, rank_score, rank and source."""
+    clock = _Clock()
+    prepared = _prepare(scope, request, clock)
+    legs = frozenset({"vector", "chunks"} if prepared.cosine else ())
+    ctx = replace(prepared.ctx, plan=replace(prepared.ctx.plan, legs=legs))
+    pool, degraded = Pool(), list(prepared.degraded)
+    run_legs(ctx, pool, degraded, clock.stages)
+    candidates = _complete(ctx, pool)
+    wanted = {entity.lower() for entity in request.entity_filter}
+    rows = []
+    for c in candidates:
+        boost = rank.entity_boost(wanted, c.meta["entities"])
+        rows.append((c, boost, c.similarity + boost))
+    rows.sort(key=lambda r: (-r[2], -r[0].similarity, r[0].id))
+    traced = [
+        {
+            "memory_key": c.id.memory_key,
+            "namespace": c.id.namespace,
+            "agent": c.id.agent,
+            "session_id": c.id.session_id,
+            "version": c.id.version,
+            "distance": round(1 - c.similarity, 6),
+            "similarity": round(c.similarity, 6),
+            "entity_boost": boost,
+            "rank_score": round(score, 6),
+            "rank": position,
+            "source": c.source,
+            "below_threshold": c.similarity < prepared.floor,
+        }
+        for position, (c, boost, score) in enumerate(rows[: ctx.plan.top_k], 1)
+    ]
+    return {
+        "hits": traced,
+        "candidates_total": len(candidates),
+        "embedding_model": ctx.model,
+        "key_axis": ctx.key_axis,
+        "thresholds": prepared.gates.as_dict(),
+        "degraded": degraded,
+        **asdict(prepared.work),
+        **_names_work(prepared.names),
+        "latency_ms": clock.total_ms,
+    }
+
+
+def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
+    config = namespaces.get(scope)
+    anchor = _anchor(request)
+    shape = query_text.analyse(request.searched, anchor)
+    plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
+    user_id, session_id = reach.read_scope(scope, request)
+    searched, skipped = reach.namespaces_searched(scope, request)
+    embedder = get_embedder()
+    clock.lap("plan")
+    named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
+    degraded = []
+    work = spelling.Work()
+    try:
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search", request.user_id):
+            vector = _embed_query(embedder, scope, request.searched, work)
+    except customer.SWITCHED as exc:
+        vector = None
+        degraded += [f"leg:{leg}:{exc.code.lower()}" for leg in sorted(plan.legs & {"vector", "chunks"})]
+        plan = _without_a_model(plan, exc)
+    clock.lap("embed")
+    gates = thresholds.for_search(scope.org, scope.namespace, embedder)
+    floor = plan.min_similarity if plan.min_similarity is not None else gates.min_similarity
+    cosine = vector is not None
+    if not cosine:
+        # Candidates still read their rank columns; there is no cosine to floor.
+        vector, floor = np.zeros(embedder.dim, dtype=np.float32), 0.0
+    cue = shape.date
+    dated = None  # the window the temporal leg reads: temporal mode keeps only its rows, other modes add them
+    if plan.mode == "temporal" and cue is not None:
+        half = timedelta(days=max(cue.window_days, settings.LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS))
+        dated = (cue.at - half, cue.at + half)
+    elif plan.mode == "temporal":
+        plan = replace(
+            plan, notes=(*plan.notes, "temporal: no date in the query or observation_date; ordered by cosine alone")
+        )
+    elif cue is not None:
+        dated = (cue.at - timedelta(days=cue.window_days), cue.at + timedelta(days=cue.window_days))
+    found = eligibility.build(request, dated if plan.mode == "temporal" else None, user_id, session_id)
+    ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=dated)
+    ctx.key_axis = key_axis.enabled(scope.org, scope.namespace, embedder.model_name)
+    wanted = sorted({entity.lower() for entity in request.entity_filter})
+    detect = "entity" in plan.legs or "graph" in plan.legs
+    mentioned = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
+    present = set(entity_leg.known(scope.org, searched, sorted(mentioned))) if mentioned else set()  # one read
+    # entity_absent: not one of the filter's entities is in memory.
+    missing = wanted if wanted and not present & set(wanted) else []
+    if detect:
+        ctx.entities = sorted(set(wanted) | present)
+    try:
+        checked = named.result()
+    except clickhouse.ClickHouseError as exc:  # the check fails open: the cosine gates still judge
+        log.warning("entity check failed: %s", exc)
+        checked = mentions.Check()
+        degraded.append("entity_check")
+    clock.lap("prepare")
+    return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
+
+
+def _names_work(checked: mentions.Check) -> dict:
+    """`retrieval_work`'s account of the entity check: the names read from the query and those found."""
+    return {"names_checked": checked.names, "names_found": checked.found}
+
+
+def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.ndarray:
+    """The query's vector, in the corpus spelling of its words where the namespace has one (retrieval/search/spelling.py).
+
+    The spelling lookup runs beside the embed of the query as typed; a remembered answer spares that embed when it
+    respells. A lookup that fails or runs past its bound, or a respelled embed that fails, leaves the query as
+    typed, and says so (`query_spellings_skipped`).
+    """
+    known, missing = spelling.remembered(scope.org, scope.namespace, spelling.candidates(query))
+    asked, started = None, time.monotonic()
+    if missing and spelling.backing_off(scope.org, scope.namespace):
+        work.query_spellings_skipped = True
+    elif missing:
+        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, missing)
+    typed = None if known else embedder.embed(query)
+    if asked is not None:
+        try:
+            known.update(asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started))))
+            spelling.succeeded(scope.org, scope.namespace)
+        except Exception as exc:  # a lookup that fails costs the rewrite, never the search
+            spelling.failed(scope.org, scope.namespace, exc)
+            work.query_spellings_skipped = True
+    if known:
+        try:
+            vector = embedder.embed(spelling.respelled(query, known))
+            work.query_spellings = known
+            return np.asarray(vector, dtype=np.float32)
+        except (remote.ProviderError, remote.EmbedTimeout) as exc:
+            log.warning("the respelled query could not be embedded (%s): embedding it as typed", exc)
+            work.query_spellings_skipped = True
+    return np.asarray(typed if typed is not None else embedder.embed(query), dtype=np.float32)
+
+
+def _without_a_model(plan: Plan, refused: customer.ModelCallRefused) -> Plan:
+    """No query vector (the org's model calls are off): rank by the legs that need no model call."""
+    return replace(
+        plan,
+        legs=(plan.legs - {"vector", "chunks"}) | {"lexical", "bm25"},
+        notes=(*plan.notes, f"{refused}: ranked by token overlap (search_mode lexical) instead of {plan.mode}"),
+        mode="lexical",
+    )
+
+
+def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
+    """Cosines and rank columns for candidates a non-vector leg found, dropping any the filters exclude."""
+    lacking = [row for row, c in pool.items() if c.meta is None]
+    for row, signals, _, meta in rescore(ctx, lacking):
+        pool.add(row, signals, None, meta)
+    return [c for c in pool.values() if c.meta is not None]
+
+
+def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, text_capture: bool) -> SearchResult:
+    if request.render == "reader":
+        result.reader_block = reader_block(result)
+    result.latency_ms = clock.total_ms
+    result.stage_ms = clock.stages
+    result.trace_id = uuid.uuid4().hex
+    if settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
+        try:
+            trace.record(scope, request, result, op, run_id, text_capture)
+        except Exception as exc:  # the log fails open: the search has its answer
+            log.warning("search trace log write failed: %s", exc)
+            result.degraded.append("trace_log")
+    return result
+
+
+def _anchor(request: SearchRequest) -> datetime:
+    if request.observation_date is not None:
+        return datetime.combine(request.observation_date, datetime.min.time(), UTC)
+    return request.as_of or datetime.now(UTC)

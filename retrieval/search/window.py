@@ -1,0 +1,51 @@
+"""Shaping the served window from the ranked pool.
+
+Hidden rows never reach the pool (the legs filter on status); here: at most
+LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key, the similarity floor with its
+floor_mode, chunk_max_share, and the cut at top_k.
+"""
+
+import math
+
+from django.conf import settings
+
+from retrieval.search.plan import Plan
+from retrieval.search.pool import Candidate
+
+
+def shape(ranked: list[Candidate], plan: Plan, floor: float) -> list[Candidate]:
+    """The window in serving order: confident rows, then (readmit, ids_only) those under the floor."""
+    capped = _per_key(ranked, settings.LOOM_MEMORY_SEARCH_PER_KEY_CAP)
+    confident = [c for c in capped if c.similarity >= floor]
+    weak = [c for c in capped if c.similarity < floor]
+    for c in weak:
+        c.below_threshold = True
+    ordered = confident + ([] if plan.floor_mode == "drop" else weak)
+    return _cut(ordered, plan.top_k, plan.chunk_max_share)
+
+
+def _per_key(ranked: list[Candidate], cap: int) -> list[Candidate]:
+    if cap <= 0:
+        return ranked
+    seen: dict[tuple[str, str], int] = {}
+    kept = []
+    for c in ranked:
+        key = (c.id.namespace, c.id.memory_key)
+        if seen.get(key, 0) < cap:
+            seen[key] = seen.get(key, 0) + 1
+            kept.append(c)
+    return kept
+
+
+def _cut(ordered: list[Candidate], top_k: int, chunk_max_share: float) -> list[Candidate]:
+    chunk_slots = math.ceil(chunk_max_share * top_k)
+    window = []
+    for c in ordered:
+        if len(window) == top_k:
+            break
+        if c.source == "chunk":
+            if chunk_slots == 0:
+                continue
+            chunk_slots -= 1
+        window.append(c)
+    return window

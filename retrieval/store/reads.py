@@ -1,0 +1,291 @@
+"""Key-based reads: memory.get, memory.bulk_get and memory.list.
+
+A read sees the active version of each row; `history` adds every version,
+superseded and deleted ones included, newest first.
+"""
+
+import base64
+import json
+from dataclasses import dataclass
+
+from retrieval.language.query import analyse
+from retrieval.store import clickhouse
+from tenancy.access import Scope
+
+# Columns a read serves (the table's bookkeeping, revision, stays inside).
+COLUMNS = """
+    memory_key, agent, session_id, version, status, superseded_by, value, memory_type, tags,
+    category, entities, triples, confidence, source_class, sensitivity, pinned, valid_at, user_id, run_id,
+    actor, embedding_model, chunk_count, created_at, updated_at, duplicate_of, conflict_verdict
+"""
+
+_SCOPE = "org = {org:String} AND namespace = {namespace:String}"
+
+
+def _params(scope: Scope, **more) -> dict:
+    return {"org": scope.org, "namespace": scope.namespace, **more}
+
+
+def live_rows(org: str, namespace: str) -> int:
+    """The namespace's live row count, from the BM25 corpus statistics (signed deltas, summed: exact at once)."""
+    return (
+        clickhouse.query_value(
+            "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND namespace = {namespace:String} "
+            "AND field = 'value'",
+            {"org": org, "namespace": namespace},
+        )
+        or 0
+    )
+
+
+def get(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> list[dict]:
+    """The key's active rows (one per writer and session), newest first."""
+    return clickhouse.query(
+        f"""
+        SELECT {COLUMNS} FROM memories FINAL
+        WHERE {_SCOPE} AND memory_key = {{key:String}} AND status = 'active'
+          AND ({{agent:Nullable(String)}} IS NULL OR agent = {{agent:Nullable(String)}})
+          AND ({{session:Nullable(String)}} IS NULL OR session_id = {{session:Nullable(String)}})
+        ORDER BY version DESC
+        LIMIT 1 BY agent, session_id
+        """,
+        _params(scope, key=memory_key, agent=agent, session=session_id),
+    )
+
+
+def history(scope: Scope, memory_key: str) -> list[dict]:
+    """Every version of every row of the key, newest first."""
+    return clickhouse.query(
+        f"""
+        SELECT {COLUMNS} FROM memories FINAL
+        WHERE {_SCOPE} AND memory_key = {{key:String}}
+        ORDER BY version DESC
+        """,
+        _params(scope, key=memory_key),
+    )
+
+
+def retired_values(scope: Scope, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """Each (namespace, key)'s superseded values (what memory.ask must not restate as current), newest first.
+
+    The namespaces are those a search already served the caller (its own, or all_mine's)."""
+    if not keys:
+        return {}
+    rows = clickhouse.query_rows(
+        """
+        SELECT namespace, memory_key, value FROM memories FINAL
+        WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND memory_key IN {keys:Array(String)}
+          AND (namespace, memory_key) IN {pairs:Array(Tuple(String, String))} AND status = 'superseded'
+        ORDER BY version DESC
+        """,
+        {
+            "org": scope.org,
+            "namespaces": sorted({ns for ns, _ in keys}),
+            "keys": sorted({key for _, key in keys}),
+            "pairs": sorted(set(keys)),
+        },
+    )
+    retired: dict[tuple[str, str], list[str]] = {}
+    for namespace, key, value in rows:
+        retired.setdefault((namespace, key), []).append(value)
+    return retired
+
+
+def keyword_matches(scope: Scope, query: str, limit: int = 10) -> list[dict]:
+    """Live keys whose value holds the query's content words (stemmed, stop words left out: the terms the lexical
+    leg reads), most words first: what a plain keyword search would show beside the ranked hits."""
+    terms = sorted(analyse(query).terms)
+    if not terms:
+        return []
+    return clickhouse.query(
+        f"""
+        SELECT memory_key, uniqExact(term) AS matched, {{terms_total:UInt32}} AS terms_total
+        FROM memory_terms FINAL
+        WHERE {_SCOPE} AND field = 'value' AND term IN {{terms:Array(String)}} AND status = 'active'
+        GROUP BY memory_key
+        ORDER BY matched DESC, memory_key
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(scope, terms=terms, terms_total=len(terms), limit=limit),
+    )
+
+
+def chunks(scope: Scope, memory_key: str) -> list[dict]:
+    """The verbatim chunks of the key's live rows, in order (what the chunk leg searches)."""
+    return clickhouse.query(
+        f"""
+        SELECT agent, session_id, version, chunk_index, start_char, text, embedding_model, embedding_dim
+        FROM memory_chunks FINAL
+        WHERE {_SCOPE} AND memory_key = {{key:String}} AND status = 'active'
+        ORDER BY agent, session_id, version, chunk_index
+        """,
+        _params(scope, key=memory_key),
+    )
+
+
+def bulk_get(scope: Scope, keys: list[str]) -> dict[str, dict]:
+    """The newest active row of each key found, by key."""
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS} FROM memories FINAL
+        WHERE {_SCOPE} AND memory_key IN {{keys:Array(String)}} AND status = 'active'
+        ORDER BY version DESC
+        LIMIT 1 BY memory_key
+        """,
+        _params(scope, keys=sorted(set(keys))),
+    )
+    return {row["memory_key"]: row for row in rows}
+
+
+@dataclass
+class Page:
+    items: list[dict]
+    next_cursor: str | None
+
+
+class BadCursor(ValueError):
+    pass
+
+
+# Each order: the sort column computed per key, and how a cursor resumes after a key.
+_ORDERS = {
+    "recent": ("newest_version", "UInt64"),
+    "score": ("toFloat64(max(confidence))", "Float64"),
+}
+
+
+def list_keys(
+    scope: Scope,
+    order: str = "recent",
+    limit: int = 100,
+    cursor: str | None = None,
+    memory_type: str | None = None,
+    agent: str | None = None,
+    key_prefix: str | None = None,
+) -> Page:
+    """Keys with an active row, newest first (`recent`) or by stored confidence (`score`).
+
+    Paged by a keyset cursor, so a page is stable while rows are written.
+    """
+    sort, sort_type = _ORDERS[order]
+    after_sort, after_key = _decode(cursor, order) if cursor else (None, None)
+    rows = clickhouse.query(
+        f"""
+        SELECT memory_key, argMax(memory_type, version) AS newest_type, count() AS rows,
+               max(version) AS newest_version, max(updated_at) AS newest_update, {sort} AS sort_value
+        FROM memories FINAL
+        WHERE {_SCOPE} AND status = 'active'
+          AND ({{type:Nullable(String)}} IS NULL OR memory_type = {{type:Nullable(String)}})
+          AND ({{agent:Nullable(String)}} IS NULL OR agent = {{agent:Nullable(String)}})
+          AND startsWith(memory_key, {{prefix:String}})
+        GROUP BY memory_key
+        HAVING {{after_key:Nullable(String)}} IS NULL
+            OR sort_value < {{after_sort:Nullable({sort_type})}}
+            OR (sort_value = {{after_sort:Nullable({sort_type})}} AND memory_key > {{after_key:Nullable(String)}})
+        ORDER BY sort_value DESC, memory_key ASC
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(
+            scope,
+            type=memory_type,
+            agent=agent,
+            prefix=key_prefix or "",
+            after_sort=after_sort,
+            after_key=after_key,
+            limit=limit + 1,
+        ),
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = _encode(order, rows[-1]["sort_value"], rows[-1]["memory_key"]) if more else None
+    items = [
+        {
+            "memory_key": row["memory_key"],
+            "memory_type": row["newest_type"],
+            "rows": row["rows"],
+            "version": row["newest_version"],
+            "updated_at": row["newest_update"],
+        }
+        for row in rows
+    ]
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def _encode(order: str, sort_value, key: str) -> str:
+    raw = json.dumps([order, sort_value, key]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(cursor: str, order: str):
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        made_for, sort_value, key = json.loads(raw)
+        if made_for != order or not isinstance(key, str) or not isinstance(sort_value, (int, float)):
+            raise ValueError
+        return sort_value, key
+    except (ValueError, TypeError):
+        raise BadCursor("cursor is not one this list returned (or was made for another order)") from None
+
+
+# Rows these key-free reads serve: live, and not high-sensitivity (those are read by key only).
+_SERVABLE = f"{_SCOPE} AND status = 'active' AND sensitivity != 'high'"
+
+
+def timeline(
+    scope: Scope,
+    entity: str | None = None,
+    tags: list[str] | None = None,
+    memory_key_prefix: str | None = None,
+    since=None,
+    until=None,
+    order: str = "desc",
+    top_k: int = 50,
+) -> tuple[list[dict], int]:
+    """Rows about an entity, a tag set or a key prefix, in time order (coalesce(valid_at, created_at)).
+
+    Returns the window and how many rows match in all, so a caller knows there is more.
+    """
+    direction = "ASC" if order == "asc" else "DESC"
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS}, coalesce(valid_at, created_at) AS at, count() OVER () AS total
+        FROM memories FINAL
+        WHERE {_SERVABLE}
+          AND ({{entity:Nullable(String)}} IS NULL OR has(arrayMap(e -> lower(e), entities), lower({{entity:Nullable(String)}})))
+          AND (empty({{tags:Array(String)}}) OR hasAny(tags, {{tags:Array(String)}}))
+          AND startsWith(memory_key, {{prefix:String}})
+          AND ({{since:Nullable(DateTime64(3, 'UTC'))}} IS NULL OR at >= {{since:Nullable(DateTime64(3, 'UTC'))}})
+          AND ({{until:Nullable(DateTime64(3, 'UTC'))}} IS NULL OR at < {{until:Nullable(DateTime64(3, 'UTC'))}})
+        ORDER BY at {direction}, memory_key, agent, session_id
+        LIMIT {{top_k:UInt32}}
+        """,
+        _params(
+            scope, entity=entity, tags=tags or [], prefix=memory_key_prefix or "", since=since, until=until, top_k=top_k
+        ),
+    )
+    return rows, (rows[0]["total"] if rows else 0)
+
+
+def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20) -> tuple[list[dict], str | None]:
+    """Rows sharing entities with the key's newest row, most shared first; (rows, reason when none can be)."""
+    source = get(scope, memory_key)
+    if not source:
+        return [], "source_not_found"
+    wanted = sorted({entity.lower() for entity in source[0]["entities"]})
+    if not wanted:
+        return [], "source_has_no_entities"
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS},
+               arrayIntersect(arrayDistinct(arrayMap(e -> lower(e), entities)), {{wanted:Array(String)}}) AS shared,
+               length(shared) AS overlap
+        FROM memories FINAL
+        WHERE {_SERVABLE} AND memory_key != {{key:String}} AND overlap >= {{min_overlap:UInt32}}
+        ORDER BY overlap DESC, coalesce(valid_at, created_at) DESC, memory_key
+        LIMIT {{top_k:UInt32}}
+        """,
+        _params(scope, wanted=wanted, key=memory_key, min_overlap=min_overlap, top_k=top_k),
+    )
+    for row in rows:
+        row["shared"] = sorted(row["shared"])
+    return rows, None

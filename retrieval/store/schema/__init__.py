@@ -1,0 +1,52 @@
+"""Numbered ClickHouse schema migrations.
+
+Each module `NNNN_name.py` holds `STATEMENTS`, idempotent DDL applied in
+order and recorded in `schema_migrations`. `python manage.py migrate` applies
+them (see retrieval/apps.py); `apply()` is safe to run any number of times.
+"""
+
+import importlib
+import pkgutil
+import re
+from datetime import UTC, datetime
+
+from retrieval.store import clickhouse
+
+_MODULE = re.compile(r"^(\d{4})_\w+$")
+
+LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    name String,
+    applied_at DateTime64(3, 'UTC')
+) ENGINE = ReplacingMergeTree
+ORDER BY name
+"""
+
+
+def migrations() -> list[tuple[str, list[str]]]:
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if _MODULE.match(info.name):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            found.append((info.name, module.STATEMENTS))
+    return sorted(found)
+
+
+def applied() -> set[str]:
+    clickhouse.command(LEDGER)
+    return {row[0] for row in clickhouse.query_rows("SELECT name FROM schema_migrations FINAL")}
+
+
+def apply() -> list[str]:
+    """Apply the migrations not yet recorded; returns their names."""
+    done = applied()
+    ran = []
+    for name, statements in migrations():
+        if name in done:
+            continue
+        for statement in statements:
+            clickhouse.command(statement)
+        clickhouse.forget_column_types()
+        clickhouse.insert("schema_migrations", [{"name": name, "applied_at": datetime.now(UTC)}])
+        ran.append(name)
+    return ran

@@ -1,0 +1,456 @@
+"""An in-process copy of each namespace's live vectors, for the vector leg of an unfiltered search.
+
+It also holds what a hit shows of each live row (value and dates; the rest is
+on the vector row) and whether the namespace has any chunk, so a search the
+mirror answers needs no statement for its window or an empty chunk leg.
+
+Only with the embedded engine: one process owns its data directory, so every
+write passes through this process's write path, which tells the mirror what
+it stored and what it retired (`added`, `retired`), after the statements
+succeed. A namespace's first search starts loading it in the background and
+is itself answered by ClickHouse, as is every search until the load is done;
+notices that arrive during the load are kept and applied on top of it, in
+order (adding is idempotent, retiring one-way), so no write falls between the
+load and the notices. A search whose filters narrow the set, or that replays
+`as_of`, or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse
+instead: the mirror is an index of the table, never a second source of truth.
+All mirrors together stay within LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the
+least recently searched are dropped (ClickHouse answers them until a search
+loads them again).
+
+Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
+numpy over the same rows ~6 ms; and any statement reading a few rows costs it
+5-15 ms (bench/search.py). Values are immutable per version and status only
+moves forward, so a live row's copy is never stale once its notice is applied.
+"""
+
+import logging
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+from django.conf import settings
+
+from retrieval.language import text
+from retrieval.store import clickhouse, native
+from retrieval.store.rows import META, RowId, name_order, row_id
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
+_pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
+_used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
+
+
+class Vectors:
+    """One namespace's live rows of one model: ids, value and key matrices, rank columns.
+
+    Arrays grow by doubling, so a write batch appends without copying the namespace.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()  # a search reads while a write's notice may grow the arrays
+        self.ids: list[RowId] = []
+        self.position: dict[RowId, int] = {}
+        self.meta: list[dict] = []
+        self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
+        self.values = self.keys = None  # (capacity, dim) float32, made on the first add
+        self.visible = np.zeros(0, dtype=bool)  # live, not a reflection, not a duplicate
+        self.dated = np.zeros(0, dtype="datetime64[ms]")  # each row's dated_at, for a dated question's rows
+        # Each row's write scope (agent, user, session, run), coded: the write gates compare within one.
+        self.scope_ids: dict[tuple, int] = {}
+        self.scope_codes = np.zeros(0, dtype=np.int32)
+        # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
+        self.chunked = False
+        # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
+        # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
+        self.words: Counter = Counter()
+        self.counted: set[int] = set()  # the rows whose words are in `words`
+
+    def add(self, rows: list[dict], chunked: bool = False, shown: dict | None = None) -> None:
+        """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each."""
+        with self.lock:
+            self._add(rows, shown or {})
+            self.chunked = self.chunked or chunked
+
+    def _add(self, rows: list[dict], shown: dict) -> None:
+        fresh = []
+        for row in rows:
+            at = self.position.get(rid := row_id(row))
+            if at is None:
+                fresh.append((rid, row))
+            else:  # the same version again (its key re-embedded): same value, new vectors
+                self.meta[at] = {name: row[name] for name in META}
+                self.shown[at] = shown.get(_identity(row)) or self.shown[at]
+                self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
+                self.dated[at] = _ms(row["dated_at"])
+        if not fresh:
+            return
+        start, end = len(self.ids), len(self.ids) + len(fresh)
+        self._reserve(end, len(fresh[0][1]["value_vector"]))
+        self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
+        self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
+        self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
+        self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
+        codes = self.scope_ids
+        self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
+        for at, (rid, row) in enumerate(fresh, start):
+            self.position[rid] = at
+            self.ids.append(rid)
+            self.meta.append({name: row[name] for name in META})
+            self.shown.append(shown.get(_identity(row)))
+            self._count(at, +1)
+
+    def _count(self, at: int, sign: int) -> None:
+        """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
+        ClickHouse when asked for, so a name it alone holds is found there)."""
+        if self.shown[at] is None or (at in self.counted) == (sign > 0):
+            return
+        words = text.value_terms(self.shown[at][0]).keys() | text.key_terms(self.ids[at].memory_key).keys()
+        words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
+        self.words.update(dict.fromkeys(words, sign))
+        (self.counted.add if sign > 0 else self.counted.discard)(at)
+
+    def mentions(self, words: list[str]) -> list[bool]:
+        """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity)."""
+        with self.lock:
+            return [self.words[word] > 0 for word in words]
+
+    def _reserve(self, size: int, dim: int) -> None:
+        capacity = 0 if self.values is None else len(self.values)
+        if size <= capacity:
+            return
+        capacity = max(size, 2 * capacity, 1024)
+        for name in ("values", "keys"):
+            grown = np.empty((capacity, dim), dtype=np.float32)  # rows past len(self.ids) are never read
+            old = getattr(self, name)
+            if old is not None:
+                grown[: len(self.ids)] = old[: len(self.ids)]
+            setattr(self, name, grown)
+        visible = np.zeros(capacity, dtype=bool)
+        visible[: len(self.ids)] = self.visible[: len(self.ids)]
+        self.visible = visible
+        codes = np.zeros(capacity, dtype=np.int32)
+        codes[: len(self.ids)] = self.scope_codes[: len(self.ids)]
+        self.scope_codes = codes
+        dated = np.zeros(capacity, dtype="datetime64[ms]")
+        dated[: len(self.ids)] = self.dated[: len(self.ids)]
+        self.dated = dated
+
+    @property
+    def nbytes(self) -> int:
+        """The vector matrices' allocation: what a mirror weighs against LOOM_VECTOR_MIRROR_MAX_BYTES."""
+        return 0 if self.values is None else self.values.nbytes + self.keys.nbytes
+
+    def retire(self, ids: list[RowId]) -> None:
+        with self.lock:
+            for rid in ids:
+                if (at := self.position.get(rid)) is not None:
+                    self.visible[at] = False
+                    self._count(at, -1)
+
+    def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
+        """The pool's best rows by greatest(value, key) similarity; ties by name, as the SQL leg orders them."""
+        with self.lock:
+            return self._top(vector, key_axis, pool)
+
+    def _top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
+        size = len(self.ids)
+        if size == 0:
+            return []
+        visible = self.visible[:size]
+        value = self.values[:size] @ vector
+        key = self.keys[:size] @ vector if key_axis else np.zeros_like(value)
+        best = np.where(visible, np.maximum(value, key), -np.inf)
+        count = int(visible.sum())
+        take = min(count, pool + 32)  # a margin, so rows tied at the cut are all considered
+        if take == 0:
+            return []
+        chosen = np.argpartition(-best, take - 1)[:take] if take < size else np.arange(size)
+        chosen = [int(i) for i in chosen if visible[i]]
+        ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[i])))[:pool]
+        return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
+
+    def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
+        """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
+        orders them), each with how far it is off the middle in seconds."""
+        middle = start + (end - start) / 2
+        with self.lock:
+            size = len(self.ids)
+            dated = self.dated[:size]
+            inside = np.flatnonzero(self.visible[:size] & (dated >= _ms(start)) & (dated <= _ms(end)))
+            off = np.abs((dated[inside] - _ms(middle)).astype(np.int64)) / 1000
+            take = min(len(inside), pool + 32)  # a margin, so rows tied at the cut are all considered
+            near = np.argpartition(off, take - 1)[:take] if 0 < take < len(inside) else range(len(inside))
+            ordered = sorted(near, key=lambda j: (off[j], name_order(self.ids[inside[j]])))[:pool]
+            return [(self.ids[inside[j]], float(off[j]), self.meta[inside[j]]) for j in ordered]
+
+    def rows(self, ids: list[RowId]) -> dict[RowId, dict]:
+        """The memory rows of these ids that are live here, shaped as the window's hydrate reads them."""
+        found = {}
+        with self.lock:
+            for rid in ids:
+                at = self.position.get(rid)
+                if at is None or not self.visible[at] or self.shown[at] is None:
+                    continue
+                value, valid_at, created_at = self.shown[at]
+                meta = self.meta[at]
+                found[rid] = {
+                    **rid._asdict(),
+                    "status": "active",
+                    "superseded_by": 0,
+                    "value": value,
+                    "valid_at": valid_at,
+                    "created_at": created_at,
+                    **{name: meta[name] for name in SHOWN_META},
+                }
+        return found
+
+    def nearest(self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> list[tuple[str, float] | None]:
+        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine)."""
+        found: list[tuple[str, float] | None] = [None] * len(keys)
+        with self.lock:
+            size = len(self.ids)
+            groups: dict[tuple, list[int]] = {}
+            for index, scope in enumerate(scopes):
+                groups.setdefault(scope, []).append(index)
+            for scope, members in groups.items():
+                code = self.scope_ids.get(scope)
+                if code is None:
+                    continue
+                rows = np.flatnonzero(self.visible[:size] & (self.scope_codes[:size] == code))
+                if len(rows) == 0:
+                    continue
+                take = min(4, len(rows))  # the best row of another key is among the top few
+                matrix = self.values[:size] if len(rows) == size else self.values[rows]  # one scope: no copy
+                sims = vectors[members] @ matrix.T
+                for line, (index, best) in enumerate(zip(members, sims.argmax(axis=1))):
+                    order = [best]
+                    if self.ids[rows[best]].memory_key == keys[index]:  # its own older version: look further
+                        top = np.argpartition(-sims[line], take - 1)[:take]
+                        order = top[np.argsort(-sims[line, top])]
+                    for at in order:
+                        if self.ids[rows[at]].memory_key != keys[index]:
+                            found[index] = (self.ids[rows[at]].memory_key, float(sims[line, at]))
+                            break
+        return found
+
+
+# A hit's columns that the vector row already carries.
+SHOWN_META = ("memory_type", "tags", "entities", "source_class")
+
+
+def _ms(moment) -> np.datetime64:
+    """A timezone-aware datetime as numpy's UTC milliseconds (ClickHouse keeps dated_at to the millisecond)."""
+    return np.datetime64(moment.replace(tzinfo=None) - moment.utcoffset(), "ms")
+
+
+def _identity(row: dict) -> tuple:
+    return row["memory_key"], row["agent"], row["session_id"], row["version"]
+
+
+def shown_of(memory_rows: list[dict]) -> dict[tuple, tuple]:
+    """What a hit shows of each memory row (value, valid_at, created_at), dates as ClickHouse keeps them (a write
+    notice carries microseconds), by identity. A vector row without one is hydrated from ClickHouse."""
+    return {
+        _identity(m): (m["value"], native.as_stored(m["valid_at"]), native.as_stored(m["created_at"]))
+        for m in memory_rows
+    }
+
+
+# The write gates compare a row with rows of its write scope only: a duplicate's canonical must be visible wherever
+# the duplicate is (the same writer, user, session and run), and be the same kind of memory.
+SCOPE = ("agent", "user_id", "session_id", "run_id", "memory_type")
+
+
+def scope_of(row: dict) -> tuple:
+    return tuple(row[name] for name in SCOPE)
+
+
+def enabled() -> bool:
+    return settings.LOOM_VECTOR_MIRROR and clickhouse.backend() == "embedded"
+
+
+def get(org: str, namespace: str, model: str) -> Vectors | None:
+    """The namespace's mirror when it is loaded; else None, and (the first time) its load begins."""
+    key = (clickhouse.target(), org, namespace, model)
+    with _lock:
+        if key in _mirrors:
+            _used[key] = time.monotonic()
+            return _mirrors[key]
+        if key not in _pending:
+            _pending[key] = []
+            threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
+    return None
+
+
+def _load_in_background(key: tuple[str, str, str, str]) -> None:
+    target, org, namespace, model = key
+    try:
+        clickhouse.use_target_in_thread(target)
+        mirror = _load(org, namespace, model)
+    except Exception as exc:  # the scan keeps answering; the next search tries again
+        log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
+        with _lock:
+            _pending.pop(key, None)
+        return
+    finally:
+        clickhouse.release_thread()
+    with _lock:
+        for kind, items in _pending.pop(key):
+            if mirror is None:
+                continue
+            if kind == "add":
+                mirror.add(*items)
+            else:
+                mirror.retire(items)
+        _mirrors[key], _used[key] = _within_cap(mirror), time.monotonic()
+        _within_budget(key)
+
+
+def _within_cap(mirror: Vectors | None) -> Vectors | None:
+    """A mirror grown past LOOM_VECTOR_MIRROR_MAX_ROWS (or alone past the byte budget) is dropped: ClickHouse serves
+    the namespace from then on."""
+    if mirror is None or len(mirror.ids) > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
+        return None
+    return mirror if mirror.nbytes <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES else None
+
+
+def _within_budget(keep: tuple) -> None:
+    """Drop the least recently searched mirrors (never `keep`, the one just loaded or grown) until all fit the
+    budget. A dropped mirror is forgotten, not marked: its namespace's next search loads it again. Under _lock."""
+    held = {key: mirror.nbytes for key, mirror in _mirrors.items() if mirror is not None}
+    total = sum(held.values())
+    for key in sorted(held, key=lambda k: _used.get(k, 0.0)):
+        if total <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+            return
+        if key != keep:
+            del _mirrors[key]
+            _used.pop(key, None)
+            total -= held[key]
+            log.info("vector mirror of %s/%s dropped to stay within LOOM_VECTOR_MIRROR_MAX_BYTES", key[1], key[2])
+
+
+def loaded(org: str, namespace: str, model: str) -> bool:
+    return (clickhouse.target(), org, namespace, model) in _mirrors
+
+
+def rows(org: str, model: str, ids: list[RowId]) -> dict[RowId, dict]:
+    """Memory rows the loaded mirrors hold for these ids (live versions only); the rest must be read."""
+    if not enabled():
+        return {}
+    target, found = clickhouse.target(), {}
+    for namespace in {rid.namespace for rid in ids}:
+        mirror = _mirrors.get((target, org, namespace, model))
+        if mirror is not None:
+            found.update(mirror.rows([rid for rid in ids if rid.namespace == namespace]))
+    return found
+
+
+def without_chunks(org: str, namespaces: list[str], model: str) -> bool:
+    """True when every namespace's mirror is loaded and none of them has a chunk: the chunk leg has nothing to read."""
+    if not enabled():
+        return False
+    target = clickhouse.target()
+    mirrors = [_mirrors.get((target, org, namespace, model)) for namespace in namespaces]
+    return all(mirror is not None and not mirror.chunked for mirror in mirrors)
+
+
+def _load(org: str, namespace: str, model: str) -> Vectors | None:
+    params = {"org": org, "namespace": namespace, "model": model}
+    where = "org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}"
+    count = clickhouse.query_value(
+        f"SELECT count() FROM memory_embeddings WHERE {where} AND status = 'active' AND embedding_dim > 0", params
+    )
+    if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
+        return None
+    columns = (
+        "namespace",
+        "memory_key",
+        "agent",
+        "session_id",
+        "version",
+        "value_vector",
+        "key_vector",
+        "duplicate_of",
+        "user_id",
+        "run_id",
+    ) + META
+    types = clickhouse.column_types("memory_embeddings")
+    rows = clickhouse.query_decoded(
+        f"""
+        SELECT {", ".join(columns)}
+        FROM memory_embeddings
+        WHERE {where} AND status = 'active' AND embedding_dim > 0
+          AND (memory_key, agent, session_id, version) NOT IN (
+              SELECT memory_key, agent, session_id, version FROM memory_embeddings WHERE {where} AND status != 'active')
+        ORDER BY memory_key, agent, session_id, version
+        LIMIT 1 BY memory_key, agent, session_id, version
+        """,
+        params,
+        [types[name] for name in columns],
+    )
+    chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {where}", params)
+    rows = [dict(zip(columns, row)) for row in rows]
+    shown = shown_of(_live_memory_columns(org, namespace))
+    mirror = Vectors()
+    mirror.add(rows, bool(chunked), shown)
+    return mirror
+
+
+SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at")
+
+
+def _live_memory_columns(org: str, namespace: str) -> list[dict]:
+    """Value and dates of the namespace's live rows, by the same liveness rule as the vectors."""
+    types = clickhouse.column_types("memories")
+    where = "org = {org:String} AND namespace = {namespace:String}"
+    rows = clickhouse.query_decoded(
+        f"""
+        SELECT {", ".join(SHOWN_COLUMNS)} FROM memories
+        WHERE {where} AND status = 'active'
+          AND (memory_key, agent, session_id, version) NOT IN (
+              SELECT memory_key, agent, session_id, version FROM memories WHERE {where} AND status != 'active')
+        LIMIT 1 BY memory_key, agent, session_id, version
+        """,
+        {"org": org, "namespace": namespace},
+        [types[name] for name in SHOWN_COLUMNS],
+    )
+    return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]
+
+
+def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
+    """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
+    if not enabled() or not rows:
+        return
+    shown = None
+    with _lock:
+        for model in {row["embedding_model"] for row in rows}:
+            key = (clickhouse.target(), org, namespace, model)
+            mine = [row for row in rows if row["embedding_model"] == model]
+            chunked = any(chunk["embedding_model"] == model for chunk in chunks)
+            if key not in _pending and _mirrors.get(key) is None:
+                continue
+            shown = shown if shown is not None else shown_of(memory_rows)
+            if key in _pending:
+                _pending[key].append(("add", (mine, chunked, shown)))
+            else:
+                _mirrors[key].add(mine, chunked, shown)
+                _mirrors[key] = _within_cap(_mirrors[key])
+                _within_budget(key)
+
+
+def retired(org: str, namespace: str, rows: list[dict]) -> None:
+    """The write path superseded or deleted these row versions."""
+    if not enabled() or not rows:
+        return
+    ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
+    with _lock:
+        for key, notices in _pending.items():
+            if key[:3] == (clickhouse.target(), org, namespace):
+                notices.append(("retire", ids))
+        for key, mirror in _mirrors.items():
+            if key[:3] == (clickhouse.target(), org, namespace) and mirror is not None:
+                mirror.retire(ids)

@@ -1,0 +1,87 @@
+"""The SQL each retrieval leg sends, as snapshots (PostHog-style): a change to a statement shows in review.
+
+Each leg runs against the embedded engine with the vector mirror off, so every leg speaks SQL. The statements are
+compared as written (parameters unbound), whitespace normalised. After an intended change:
+`pytest tests/test_sql_snapshots.py --snapshot-update -n 0`, and review the diff of tests/__snapshots__/.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from retrieval.language.query import analyse
+from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
+from retrieval.search import legs, mentions
+from retrieval.search.legs import Context, vector
+from retrieval.search.plan import SearchRequest, resolve
+from retrieval.search.pool import Candidate
+from retrieval.search.result import hydrate
+from retrieval.store import clickhouse, eligibility
+
+QUERY = 'When did Jonas Berg deploy "web-app" v4.2.3 in May 2025?'
+LEGS = legs.by_name()
+
+
+def normalised(statements: list[str]) -> list[str]:
+    return ["\n".join(line.strip() for line in sql.strip().splitlines() if line.strip()) for sql in statements]
+
+
+@pytest.fixture
+def ctx(backend, alice, agent, settings):
+    settings.LOOM_VECTOR_MIRROR = False
+    agent.set(
+        {
+            "memory_key": "deploy.web-app",
+            "value": "Jonas Berg deployed web-app v4.2.3 on 12 May 2025.",
+            "tags": ["ops"],
+            "entities": ["Jonas Berg"],
+            "valid_at": "2025-05-12T09:00:00Z",
+        }
+    )
+    request = SearchRequest(query=QUERY, tags_soft=["ops"], entity_filter=["Jonas Berg"], memory_type="fact")
+    shape = analyse(QUERY, datetime(2025, 6, 1, tzinfo=UTC))
+    plan = resolve(request, {}, shape)
+    embedder = get_embedder()
+    with customer.for_org(alice.name, "default", "test", "memory.search"):
+        vector = np.asarray(embedder.embed(QUERY), dtype=np.float32)
+    at = shape.date.at
+    return Context(
+        alice.name,
+        ["default"],
+        embedder.model_name,
+        vector,
+        shape,
+        plan,
+        request,
+        eligibility.build(request, None, None, None),
+        entities=["jonas berg"],
+        key_axis=True,
+        window=(at - timedelta(days=7), at + timedelta(days=7)),
+    )
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+@pytest.mark.parametrize("leg", sorted(LEGS))
+def test_each_leg_sends_the_statements_of_its_snapshot(ctx, leg, snapshot):
+    with clickhouse.recorded() as statements:
+        hits = LEGS[leg](ctx)
+    assert normalised(statements) == snapshot
+    if leg not in ("chunks", "graph"):  # the row is too short to chunk; it has no edge to hop
+        assert [hit[0].memory_key for hit in hits] == ["deploy.web-app"]
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_rescoring_hydrating_and_the_entity_check_send_the_statements_of_their_snapshot(ctx, snapshot):
+    row = vector.run(ctx)[0][0]
+    with clickhouse.recorded() as statements:
+        rescored = vector.rescore(ctx, [row])
+    assert normalised(statements) == snapshot(name="rescore") and rescored[0][0] == row
+    candidate = Candidate(row)
+    with clickhouse.recorded() as statements:
+        hydrate(ctx.org, [candidate])
+    assert normalised(statements) == snapshot(name="hydrate") and candidate.row["memory_key"] == "deploy.web-app"
+    with clickhouse.recorded() as statements:
+        checked = mentions.check(ctx.org, ["default"], ctx.model, QUERY)
+    assert normalised(statements) == snapshot(name="entity_check") and "Jonas Berg" in checked.found
