@@ -52,9 +52,9 @@ django.setup()
 
 from django.conf import settings
 
-from retrieval import caching, options
+from retrieval import caching, knobs, options
 from retrieval.gates import calibration, thresholds
-from retrieval.ingest import write
+from retrieval.ingest import digests, write
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
@@ -168,6 +168,14 @@ def main():
     parser.add_argument("--modes", nargs="+", default=list(options.SEARCH_MODES))
     parser.add_argument("--alphas", nargs="+", type=float, default=[0.15, 0.25, 0.35, 0.5])
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument(
+        "--digests",
+        nargs="*",
+        type=float,
+        metavar="WEIGHT",
+        help="then load sessions.jsonl's digests (session_summary.set) and measure again, with these weights of "
+        "the session_digest term (default: the shipped one) and with or without digest hits in the window",
+    )
     args = parser.parse_args()
     data = Path(args.data)
     memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
@@ -256,6 +264,50 @@ def main():
             f"{held:<10}{alpha:>7.2f}{mean(chosen):>8.3f}{f'{low:.3f}-{high:.3f}':>15}{base:>8.3f}"
             f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
             f"   ({len(held_queries)} questions)"
+        )
+    if args.digests is not None:
+        with_digests(data, queries, convs, default, args.digests, searcher, args.resamples)
+
+
+def with_digests(data: Path, queries: list[dict], convs: list[str], without: "Answers", weights, searcher, resamples):
+    """Load the sessions' digests through the digest write path, then measure the default search again: per
+    descent weight, with digest hits in the window (a digest is not a gold turn: it takes a slot) and without."""
+    sessions = [json.loads(line) for line in (data / "sessions.jsonl").open()]
+    for conv in convs:
+        items = [
+            digests.DigestInput(str(s["session"]), s["summary"], datetime.fromisoformat(s["date"] + "+00:00"))
+            for s in sessions
+            if s["conv"] == conv
+        ]
+        digests.set_digests(scope_for(conv), "bench", items)
+    shipped = (knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS)
+    runs = {}
+    for weight in weights or [shipped[0]]:
+        for hits in (shipped[1], 0):
+            knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS = weight, hits
+            runs[(weight, hits)] = Answers(f"digests w={weight} hits={hits}", queries, searcher())
+    knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS = shipped
+    print(f"\nsession digests ({len(sessions)} from {data.name}/sessions.jsonl): the default search again")
+    print(
+        f"{'':<28}{'R@10':>7}{'95% CI':>15}{'abst c0':>9}{'false ab':>9}"
+        + "".join(f"{label:>13}" for label in CATEGORIES.values())
+    )
+    for answers in [without, *runs.values()]:
+        recall10 = answers.recall(10)
+        low, high = interval(recall10, resamples)
+        per = answers.by_category(10)
+        print(
+            f"{answers.name:<28}{mean(recall10):>7.3f}{f'{low:.3f}-{high:.3f}':>15}{answers.abstain_rate({0}):>9.3f}"
+            f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}"
+            + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES)
+        )
+    print("leave-one-conversation-out: the weight and hits chosen on the other conversations")
+    for held in convs:
+        rest = [conv for conv in convs if conv != held]
+        chosen = max(runs, key=lambda at: (mean(runs[at].recall(10, rest)), -at[0]))
+        print(
+            f"{held:<10} w={chosen[0]} hits={chosen[1]}: R@10 {mean(runs[chosen].recall(10, {held})):.3f} "
+            f"without digests {mean(without.recall(10, {held})):.3f}"
         )
 
 

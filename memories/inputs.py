@@ -166,6 +166,37 @@ class MemoryDelete(OpInput):
     session_id = String(required=False, max_chars=256)
 
 
+class SessionSummary(Strict):
+    session_id = String(max_chars=256, plain=True, allow_empty=False)
+    summary = Value(allow_empty=False, help_text="What the session covered: a paragraph.")
+    session_date = Timestamp(default=None, allow_null=True, help_text="When the session took place.")
+    user_id = String(max_chars=256, plain=True, default="", help_text="Whose session (read_scope own_user).")
+    sensitivity = Choice(sensitivity.LEVELS, default="low", help_text="Raised to high when the text holds a secret.")
+
+
+class SessionSummarySet(OpInput):
+    agent = String(max_chars=128, plain=True, allow_empty=False, default="default", help_text="The writer.")
+    items = SessionSummary(many=True)
+
+    def validate_items(self, items):
+        if not items:
+            raise ValidationError("must hold at least one summary", code="empty")
+        if len(items) > MAX_BATCH:
+            raise ValidationError(f"at most {MAX_BATCH} summaries per call (got {len(items)})", code="too_many_items")
+        seen = {}
+        for index, item in enumerate(items):
+            if item["session_id"] in seen:
+                raise ValidationError(
+                    {index: {"session_id": [f"repeats items[{seen[item['session_id']]}]"]}}, code="duplicate_item"
+                )
+            seen[item["session_id"]] = index
+        return items
+
+
+class SessionSummaryDelete(OpInput):
+    session_id = String(max_chars=256, plain=True, allow_empty=False)
+
+
 class RetrievalDefaults(Strict):
     """The per-namespace search defaults the spec lists; a request's own field wins."""
 

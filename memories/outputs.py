@@ -99,6 +99,26 @@ class MemorySetBatchOut(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+class SessionSummaryOut(serializers.Serializer):
+    session_id = serializers.CharField()
+    outcome = serializers.CharField(help_text="created, updated or unchanged")
+    version = serializers.IntegerField()
+    sensitivity = serializers.CharField()
+    sensitivity_reason = serializers.CharField(allow_null=True, help_text="What raised the summary to high.")
+    embedding_model = serializers.CharField(help_text="Empty for a high-sensitivity summary: never embedded.")
+    embedding_pending = serializers.BooleanField(help_text="Stored unembedded: the org's model calls are off.")
+
+
+class SessionSummarySetOut(serializers.Serializer):
+    items = SessionSummaryOut(many=True)
+    count = serializers.IntegerField()
+
+
+class SessionSummaryDeleteOut(serializers.Serializer):
+    session_id = serializers.CharField()
+    deleted = serializers.IntegerField(help_text="1 when a live summary was retired, else 0.")
+
+
 class ListItemOut(serializers.Serializer):
     memory_key = serializers.CharField()
     memory_type = serializers.CharField()

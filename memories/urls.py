@@ -8,6 +8,8 @@ OPS = [
     views.MemoryBulkGet,
     views.MemoryList,
     views.MemoryDelete,
+    views.SessionSummarySet,
+    views.SessionSummaryDelete,
     views.MemoryTimeline,
     views.MemoryRelated,
     views.NamespaceRegister,

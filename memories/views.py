@@ -18,7 +18,7 @@ from memories.errors import error_response
 from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
-from retrieval.ingest import write
+from retrieval.ingest import digests, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
@@ -130,6 +130,31 @@ class MemorySet(OpView):
             return self.answer(results[0], outputs.WriteResultOut, 201 if created else 200)
         payload = {"items": results, "count": len(results)}
         return self.answer(payload, outputs.MemorySetBatchOut, 201 if created else 200)
+
+
+class SessionSummarySet(OpView):
+    op = "session_summary.set"
+    role = Role.WRITER
+    request_serializer = inputs.SessionSummarySet
+    response_serializer = outputs.SessionSummarySetOut
+
+    def run(self, scope, data):
+        items = [digests.DigestInput(**dict(item)) for item in data["items"]]
+        results = digests.set_digests(scope, data["agent"], items)
+        created = any(result.outcome == "created" for result in results)
+        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+
+
+class SessionSummaryDelete(OpView):
+    op = "session_summary.delete"
+    role = Role.WRITER
+    request_serializer = inputs.SessionSummaryDelete
+    response_serializer = outputs.SessionSummaryDeleteOut
+
+    def run(self, scope, data):
+        return self.answer(
+            {"session_id": data["session_id"], "deleted": digests.delete_digest(scope, data["session_id"])}
+        )
 
 
 class MemoryGet(OpView):

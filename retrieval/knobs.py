@@ -128,6 +128,31 @@ _knob(
     maximum=1,
 )
 
+DIGEST_SESSIONS = _knob(
+    "DIGEST_SESSIONS", 3, "plan", "the nearest session digests read: candidates themselves, and whose rows descend"
+)
+DIGEST_DESCENT_ROWS = _knob(
+    "DIGEST_DESCENT_ROWS", 5, "plan", "each of those sessions' rows nearest the query pulled into the pool"
+)
+
+# --- fallback: LLM legs after a weak first pass (retrieval/search/fallback.py) ----------------------------------
+_knob(
+    "LOOM_MEMORY_SEARCH_FALLBACK_MAX_ROUNDS",
+    2,
+    "fallback",
+    "rounds after a weak first pass: a rewrite, then HyDE",
+    minimum=0,
+)
+_knob("LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS", 2, "fallback", "the spec's cap on a search's LLM calls", minimum=0)
+_knob("LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS", 8000, "fallback", "the rounds' time in all, calls included", minimum=0)
+_knob(
+    "LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S",
+    6.0,
+    "fallback",
+    "each call's wait (the client's own 300 s only catches a hung connection)",
+    minimum=0.1,
+)
+
 # --- embed: the query's vector ----------------------------------------------------------------------------------
 _knob(
     "LOOM_MEMORY_SEARCH_EMBED_BOUND_S",
@@ -252,6 +277,13 @@ _knob(
     choices=("tiebreak", "boost", "off"),
 )
 
+DIGEST_DESCENT = _knob(
+    "DIGEST_DESCENT",
+    0.05,
+    "rank",
+    "a row of a session whose digest is among the nearest, times its digest's cosine over the best digest's",
+)
+
 # --- window ------------------------------------------------------------------------------------------------------
 _knob(
     "LOOM_MEMORY_SEARCH_PER_KEY_CAP",
@@ -259,6 +291,10 @@ _knob(
     "window",
     "at most this many rows of one key in a window, so one attribute cannot fill it (0: no cap)",
     minimum=0,
+)
+
+DIGEST_MAX_HITS = _knob(
+    "DIGEST_MAX_HITS", 1, "window", "session digests served in one window: a summary, then the turns it covers"
 )
 
 # --- verdict: hits or abstain ------------------------------------------------------------------------------------

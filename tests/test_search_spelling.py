@@ -36,6 +36,13 @@ def test_a_lowercase_word_embeds_as_the_rows_spell_it(backend, openai_embedder, 
     )
 
 
+def test_an_llm_free_read_embeds_its_query_once_as_typed(backend, openai_embedder, model_server, agent, settings):
+    agent.set(*CATALOG)
+    settings.LOOM_READS_LLM_FREE = True
+    reply = agent.search("datalakecatalog metadata")
+    assert work(reply)["query_spellings"] == {} and embedded(model_server) == ["datalakecatalog metadata"]
+
+
 @pytest.mark.parametrize(
     "rows, query",
     [

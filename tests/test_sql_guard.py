@@ -13,12 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXECUTE = {"query", "query_rows", "query_value", "query_decoded", "command", "insert"}
 # Functions that return SQL assembled from code only (never from a request's values).
-BUILDERS = {"where", "in_eligible", "_select", "_scope_sql"}
+BUILDERS = {"where", "in_eligible", "select", "_scope_sql"}
 # Local names bound only to code-made SQL, each reviewed: (file, name).
 REVIEWED = {
     ("retrieval/search/legs/__init__.py", "table"),  # matches(): the callers' table names, constants
     ("retrieval/search/legs/__init__.py", "column"),  # ...and their column names
     ("retrieval/search/legs/__init__.py", "condition"),  # ...and their extra conditions, constants
+    ("retrieval/search/legs/digests.py", "narrowing"),  # column names from _DIGEST_FILTERS, values bound
     ("retrieval/store/reads.py", "direction"),  # "ASC" or "DESC"
     ("retrieval/store/reads.py", "sort"),  # a column of _ORDERS, by a validated order
     ("retrieval/store/reads.py", "sort_type"),  # ...and its type

@@ -1,4 +1,5 @@
-"""The embedding worker: rows stored with stubs (their org's model calls were off) get their vectors.
+"""The embedding worker: rows and session digests stored with stubs (their org's model calls were off) get their
+vectors.
 
 `python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
 in the query: an org whose model calls are still off is left out, so its rows
@@ -17,7 +18,7 @@ from collections import defaultdict
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import write
+from retrieval.ingest import digests, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
@@ -59,6 +60,7 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     """
     try:
         rows = pending(batch_size, org)
+        done = digests.embed_stubs(batch_size, customer.switched_off_orgs(), ACTOR, org)
     except customer.SwitchUnread as exc:
         log.warning("embed_pending holds: %s", exc)
         return 0
@@ -67,7 +69,6 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
         groups[(row["org"], row["namespace"])].append(
             (row["memory_key"], row["agent"], row["session_id"], row["version"])
         )
-    done = 0
     for (org_name, namespace), stubs in sorted(groups.items()):
         scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=ACTOR)
         try:

@@ -6,10 +6,13 @@ claude* -> anthropic, fake* -> fake); else from the key present; else the fake
 (a deterministic echo). A missing key serves the fake, logged at WARNING.
 """
 
+import contextvars
 import hashlib
 import json
 import logging
 import re
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -39,6 +42,29 @@ class LLMResult:
     cache_write_tokens: int = 0  # input it wrote to that cache (Anthropic's cacheable system block)
     from_cache: bool = False  # our response cache answered: no provider call
     saved_usd: float = 0.0  # what that call would have cost (estimated from the prompt's and answer's length)
+
+
+class TimedOut(Exception):
+    """A bounded call (`within`) ran past its bound; the caller went on without it."""
+
+
+# Calls a request waits for a bounded time (HyDE, query rewrite, the LLM reranker): past the bound the request goes
+# on and the call finishes here, its usage still metered.
+_bounded = ThreadPoolExecutor(max_workers=8, thread_name_prefix="loom-llm-bounded")
+
+
+def within(seconds: float, client, system: str, user: str, **fields) -> LLMResult:
+    """`client.complete(system, user, **fields)`, waited for at most `seconds` (else TimedOut).
+
+    The client's own timeout (LOOM_LLM_REQUEST_TIMEOUT_S, 300 s) only catches a hung connection, and its retries
+    multiply it: a caller inside a search bounds the wait here instead. The call runs in the caller's context, so
+    its org, its switch check and the op's cost meter go with it.
+    """
+    asked = _bounded.submit(contextvars.copy_context().run, client.complete, system, user, **fields)
+    try:
+        return asked.result(timeout=max(0.0, seconds))
+    except FutureTimeout:
+        raise TimedOut(f"no answer within {seconds:.1f} s") from None
 
 
 class FakeLLM:

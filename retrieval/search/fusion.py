@@ -16,8 +16,9 @@ def fuse(candidates: list[Candidate], plan: Plan) -> float:
     for c in candidates:
         s = c.signals
         c.components["similarity"] = c.similarity
-        if "hyde_similarity" in s:  # HyDE ran and found this row: its cosine counts toward similarity
-            c.components["hyde_similarity"] = s["hyde_similarity"]
+        for fallback in ("rewrite_similarity", "hyde_similarity"):  # a fallback round found this row: its cosine
+            if fallback in s:  # counts toward similarity
+                c.components[fallback] = s[fallback]
         if mode == "semantic":
             c.relevance = c.similarity
         elif mode == "hybrid":

@@ -30,7 +30,6 @@ MODE_LEGS = {
 DEFAULTS = {
     "top_k": 5,
     "retrieval_budget": "standard",
-    "hyde": False,
     "unmatched": True,
     "extra_candidates": 0,
     "bodies": "excerpt",
@@ -109,7 +108,8 @@ class Plan:
     top_k: int
     pool_size: int
     alpha: float
-    hyde: bool
+    hyde: bool  # asked for (request, recipe or namespace): HyDE runs whenever the pass is weak, always under deep
+    fallback: bool  # the weak-pass fallback may spend LLM calls (retrieval/search/fallback.py)
     unmatched: bool  # whether legs other than the vectors may add candidates
     lexical_weight: float  # rrf's weight on the lexical order
     legs: frozenset[str]
@@ -156,6 +156,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         legs.add("graph")
     if shape.date is not None:  # a dated question reads that date's rows in every mode
         legs.add("temporal")
+    legs.add("digests")  # no statement where a namespace has no digest
     unmatched = pick("unmatched")
     if not unmatched:
         legs &= {"vector"}
@@ -167,6 +168,8 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
     pool = max(top_k * multiplier, settings.LOOM_MEMORY_SEARCH_POOL_MIN) + pick("extra_candidates")
     if request.paging:
         pool = max(pool, settings.LOOM_MEMORY_SEARCH_PAGING_POOL)
+    hyde = pick("hyde")
+    calls_llm = budget != "fast" and not settings.LOOM_READS_LLM_FREE
     return Plan(
         mode=mode,
         mode_source=source,
@@ -175,7 +178,8 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         top_k=top_k,
         pool_size=pool,
         alpha=pick("alpha", settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA),
-        hyde=bool(pick("hyde")) and budget != "fast" and not settings.LOOM_READS_LLM_FREE,
+        hyde=hyde is True and calls_llm,
+        fallback=hyde is not False and calls_llm,  # hyde=false forces the raw query
         unmatched=unmatched,
         lexical_weight=knobs.RRF_PATH_LEXICAL_WEIGHT if shape.path_shaped else 1.0,
         legs=frozenset(legs),

@@ -23,7 +23,8 @@ class Candidate:
 
     @property
     def similarity(self) -> float:
-        """Cosine to the query in [0, 1]: the best of value, key and chunk vectors (and HyDE's answer, when it ran)."""
+        """Cosine to the query in [0, 1]: the best of value, key and chunk vectors (and of the fallback's rewritten
+        queries and HyDE answer, when they ran; a digest's own vector for a session digest)."""
         return min(
             1.0,
             max(
@@ -31,11 +32,15 @@ class Candidate:
                 self.fact_similarity,
                 self.signals.get("chunk_similarity", 0.0),
                 self.signals.get("hyde_similarity", 0.0),
+                self.signals.get("rewrite_similarity", 0.0),
+                self.signals.get("summary_similarity", 0.0),
             ),
         )
 
     @property
     def source(self) -> str:
+        if "summary_similarity" in self.signals:
+            return "summary"  # a session digest (retrieval/search/legs/digests.py)
         return "chunk" if self.signals.get("chunk_similarity", 0.0) > self.fact_similarity else "fact"
 
 

@@ -46,6 +46,7 @@ TERMS = (
     "chronology",
     "recency_pool",
     "date",
+    "session_digest",
     "prior",
     "reinforcement",
     "trust",
@@ -82,6 +83,8 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
                 terms["chronology"] = lift + knobs.RECENCY * (1 - fresh[c.id])
         if newness:
             terms["recency_pool"] = plan.recency_pool_weight * newness[c.id]
+        if "digest" in c.signals:  # its session's digest is among the nearest (digest descent)
+            terms["session_digest"] = knobs.DIGEST_DESCENT * c.signals["digest"]
         if inputs.date is not None and plan.mode != "temporal":
             off_by_days = _days_off(row["dated_at"], inputs.date)
             terms["date"] = knobs.DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))

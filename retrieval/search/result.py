@@ -55,6 +55,8 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
     Live rows the vector mirror holds come from it; the rest are read.
     """
     candidates = [c for c in candidates if c.row is None]  # the reranker may have read the pool's head already
+    _digests(org, [c for c in candidates if c.source == "summary"])
+    candidates = [c for c in candidates if c.source != "summary"]
     if not candidates:
         return
     by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
@@ -83,6 +85,37 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
             by_id[rid] = row
     for c in candidates:
         c.row = by_id.get(c.id)
+
+
+def _digests(org: str, candidates: list[Candidate]) -> None:
+    """A session digest's row, shaped as a memory row for its hit."""
+    if not candidates:
+        return
+    rows = clickhouse.query(
+        """
+        SELECT namespace, session_id, version, summary AS value, session_date AS valid_at, created_at
+        FROM session_summaries FINAL
+        WHERE org = {org:String} AND (namespace, session_id, version) IN {ids:Array(Tuple(String, String, UInt64))}
+          AND status = 'active'
+        """,
+        {"org": org, "ids": [(c.id.namespace, c.id.session_id, c.id.version) for c in candidates]},
+    )
+    found = {(row["namespace"], row["session_id"], row["version"]): row for row in rows}
+    for c in candidates:
+        row = found.get((c.id.namespace, c.id.session_id, c.id.version))
+        if row is not None:
+            c.row = {**row, **_DIGEST_ROW}
+
+
+# What a digest's hit shows where a memory row's shows its own columns.
+_DIGEST_ROW = {
+    "status": "active",
+    "superseded_by": 0,
+    "source_class": "extracted",
+    "memory_type": "summary",
+    "tags": [],
+    "entities": [],
+}
 
 
 def hits(

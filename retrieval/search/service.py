@@ -21,8 +21,8 @@ from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import (
     abstain,
+    fallback,
     fusion,
-    hyde,
     key_axis,
     mentions,
     paging,
@@ -88,9 +88,12 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     clock.last = time.perf_counter()
     candidates = _complete(ctx, pool)
     clock.lap("rescore")
-    if ctx.plan.hyde and prepared.cosine and hyde.expand(scope, ctx, pool, prepared.gates, degraded):
-        candidates = _complete(ctx, pool)
-        clock.lap("hyde")
+    spent = fallback.Work()
+    if ctx.plan.fallback and prepared.cosine:
+        spent = fallback.run(scope, ctx, pool, prepared.gates, not prepared.names.absent, degraded)
+        if spent.rounds:
+            candidates = _complete(ctx, pool)
+            clock.lap("fallback")
     earned = {}
     if ctx.plan.reinforcement_weight and request.personalization != "none":
         earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
@@ -133,7 +136,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
         query_entities=ctx.entities,
         notes=notes,
-        retrieval_work={**asdict(prepared.work), **_names_work(prepared.names)},
+        retrieval_work={**asdict(prepared.work), **_names_work(prepared.names), "fallback": asdict(spent)},
     )
     if request.paging:
         served_ids = {c.id for c in served}
@@ -257,8 +260,10 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
 
     The spelling lookup runs beside the embed of the query as typed; a remembered answer spares that embed when it
     respells. A lookup that fails or runs past its bound, or a respelled embed that fails, leaves the query as
-    typed, and says so (`query_spellings_skipped`).
+    typed, and says so (`query_spellings_skipped`). An LLM-free read spends no second embed on it.
     """
+    if settings.LOOM_READS_LLM_FREE:  # the spec: an LLM-free read embeds its query once, as typed
+        return np.asarray(embedder.embed(query), dtype=np.float32)
     known, missing = spelling.remembered(scope.org, scope.namespace, spelling.candidates(query))
     asked, started = None, time.monotonic()
     if missing and spelling.backing_off(scope.org, scope.namespace):

@@ -2,13 +2,14 @@
 
 Hidden rows never reach the pool (the legs filter on status); here: at most
 LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key, the similarity floor with its
-floor_mode, chunk_max_share, and the cut at top_k.
+floor_mode, chunk_max_share, at most DIGEST_MAX_HITS session digests, and the cut at top_k.
 """
 
 import math
 
 from django.conf import settings
 
+from retrieval import knobs
 from retrieval.search.plan import Plan
 from retrieval.search.pool import Candidate
 
@@ -38,14 +39,14 @@ def _per_key(ranked: list[Candidate], cap: int) -> list[Candidate]:
 
 
 def _cut(ordered: list[Candidate], top_k: int, chunk_max_share: float) -> list[Candidate]:
-    chunk_slots = math.ceil(chunk_max_share * top_k)
+    slots = {"chunk": math.ceil(chunk_max_share * top_k), "summary": knobs.DIGEST_MAX_HITS}
     window = []
     for c in ordered:
         if len(window) == top_k:
             break
-        if c.source == "chunk":
-            if chunk_slots == 0:
+        if c.source in slots:
+            if slots[c.source] == 0:
                 continue
-            chunk_slots -= 1
+            slots[c.source] -= 1
         window.append(c)
     return window

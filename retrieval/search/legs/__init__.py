@@ -79,7 +79,7 @@ def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
 
 def by_name() -> dict:
     """Every leg's `run(ctx)`, by the name plans use, in the order their hits are merged."""
-    from retrieval.search.legs import bm25, chunks, entity, graph, lexical, related, temporal, vector
+    from retrieval.search.legs import bm25, chunks, digests, entity, graph, lexical, related, temporal, vector
 
     return {
         "vector": vector.run,
@@ -90,6 +90,7 @@ def by_name() -> dict:
         "graph": graph.run,
         "temporal": temporal.run,
         "related": related.run,
+        "digests": digests.run,
     }
 
 

@@ -9,7 +9,7 @@ from retrieval.store import clickhouse, vector_mirror
 from retrieval.store.rows import IDENTITY_TYPE, META, RowId, name_order, row_id
 
 
-def _select(ctx: Context) -> str:
+def select(ctx: Context) -> str:
     key = "dotProduct(key_vector, {q:Array(Float32)})" if ctx.key_axis else "toFloat32(0)"
     return (
         "namespace, memory_key, agent, session_id, version, "
@@ -17,7 +17,7 @@ def _select(ctx: Context) -> str:
     )
 
 
-def _hits(rows: list[dict]) -> list[Hit]:
+def hits(rows: list[dict]) -> list[Hit]:
     return [
         (
             row_id(r),
@@ -35,7 +35,7 @@ def run(ctx: Context):
         return mirrored
     rows = clickhouse.query(
         f"""
-        SELECT {_select(ctx)}
+        SELECT {select(ctx)}
         FROM memory_embeddings
         WHERE {ctx.eligible.where()}
         ORDER BY greatest(value_sim, key_sim) DESC, {TIE_BREAK}
@@ -43,7 +43,7 @@ def run(ctx: Context):
         """,
         ctx.params(q=ctx.vector),
     )
-    return _hits(rows)
+    return hits(rows)
 
 
 def mirrored(ctx: Context) -> list | None:
@@ -80,7 +80,7 @@ def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
         return []
     rows = clickhouse.query(
         f"""
-        SELECT {_select(ctx)}
+        SELECT {select(ctx)}
         FROM memory_embeddings
         WHERE {ctx.eligible.where()}
           AND memory_key IN {{keys:Array(String)}}
@@ -88,4 +88,4 @@ def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
         """,
         ctx.params(q=ctx.vector, keys=sorted({i.memory_key for i in ids}), ids=[i.as_tuple() for i in ids]),
     )
-    return _hits(rows)
+    return hits(rows)

@@ -1,0 +1,140 @@
+"""The weak-pass fallback: cheap recall runs first, and the LLM legs spend only when its result is weak.
+
+After the first pass, its best cosine is read against two gates (retrieval/gates/thresholds.py). Under them,
+rounds run while the pass stays weak, cheapest idea first, each round re-reading the pool it left:
+
+- **rewrite** (best cosine under the `query_rewrite` gate; not when the request asked for HyDE): one LLM call restates the question as at most three
+  standalone search queries, one per part when it asks several things (decomposition); each is embedded and
+  searched, its cosine a row's `rewrite_similarity`.
+- **hyde** (under the `hyde_fallback` gate; under `deep` with `hyde: true`, always): the embedding of an
+  LLM-written answer is searched, its cosine a row's `hyde_similarity`.
+
+Bounded: LOOM_MEMORY_SEARCH_FALLBACK_MAX_ROUNDS rounds, LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS calls,
+LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS in all, and each call LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S: a model slower than
+that costs the search the timeout once (no round follows a late one; the call finishes unwaited). Never under `fast`, LLM-free reads or `hyde: false`; never
+for a question the entity check already answers (it names only what memory does not hold: it abstains anyway).
+Fails open: a refused, failed or late call is named in `degraded` and the search goes on with what it has. Every
+round, and why none ran, is in `retrieval_work`.
+"""
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from django.conf import settings
+
+from retrieval.gates.thresholds import Gates
+from retrieval.providers import customer, llm, remote
+from retrieval.providers.embedders import get_embedder
+from retrieval.search.legs import Context
+from retrieval.search.legs import run as run_legs
+from retrieval.search.pool import Pool
+from tenancy.access import Scope
+
+log = logging.getLogger(__name__)
+
+REWRITE_PROMPT = (
+    "Rewrite the question as standalone search queries for a memory store of short notes: one query per thing "
+    "it asks (at most 3), each naming its subject in full, no pronouns. Answer with one JSON object, "
+    '{"queries": ["...", ...]}.'
+)
+HYDE_PROMPT = (
+    "Write a short passage, two sentences at most, that answers the question as a stored note would. "
+    "Write only the passage."
+)
+MAX_QUERIES = 3
+
+
+@dataclass
+class Work:
+    """What the fallback did: `retrieval_work.fallback` in the response."""
+
+    rounds: list[dict] = field(default_factory=list)  # {"round", "ms", "queries" (rewrite), "top" after it}
+    llm_calls: int = 0
+    skipped: str | None = None  # why no round ran although the pass was weak (fake_llm, ...)
+
+
+def run(scope: Scope, ctx: Context, pool: Pool, gates: Gates, answerable: bool, degraded: list[str]) -> Work:
+    """Run the rounds the first pass calls for into `pool`; `answerable` False: the entity check already abstains."""
+    work, started = Work(), time.monotonic()
+    forced = ctx.plan.hyde and ctx.plan.budget == "deep"
+    if not answerable or (_top(pool) >= gates.hyde_fallback and not forced):
+        return work
+    client = llm.get_llm()
+    if client.provider == "fake":  # an echo would only embed the question again
+        work.skipped = "fake_llm"
+        if ctx.plan.hyde:
+            degraded.append("hyde:fake_llm")
+        return work
+    done: set[str] = {"rewrite"} if ctx.plan.hyde else set()  # hyde: true asks for HyDE itself
+    deadline = started + settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS / 1000
+    while len(work.rounds) < settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_ROUNDS:
+        top = _top(pool)
+        if "rewrite" not in done and top < gates.query_rewrite:
+            name = "rewrite"
+        elif "hyde" not in done and (top < gates.hyde_fallback or forced):
+            name = "hyde"
+        else:
+            break
+        left = deadline - time.monotonic()
+        if work.llm_calls >= settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS or left <= 0:
+            work.skipped = "llm_calls" if left > 0 else "wall_time"
+            break
+        done.add(name)
+        began, work.llm_calls = time.monotonic(), work.llm_calls + 1
+        try:
+            with customer.for_org(scope.org, scope.namespace, scope.subject, name):
+                queries = _ROUNDS[name](
+                    client, ctx.request.searched, min(left, settings.LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S)
+                )
+                _search(ctx, pool, queries, f"{name}_similarity", degraded)
+        except customer.ModelCallRefused as exc:
+            degraded.append(f"{name}:{exc.code.lower()}")
+            break  # the org's model calls are off: no other round may call either
+        except llm.TimedOut:
+            degraded.append(f"{name}:timeout")
+            break  # a model too slow now is too slow for the next round: the search has waited enough
+        except (remote.ProviderError, remote.EmbedTimeout) as exc:
+            log.warning("fallback %s failed open: %s", name, exc)
+            degraded.append(f"{name}:failed")
+            continue
+        round_ = {"round": name, "ms": round((time.monotonic() - began) * 1000, 1), "top": round(_top(pool), 6)}
+        work.rounds.append(round_ | ({"queries": queries} if name == "rewrite" else {}))
+    return work
+
+
+def _top(pool: Pool) -> float:
+    return max((c.similarity for c in pool.values() if c.meta is not None), default=0.0)
+
+
+def _rewrite(client, question: str, seconds: float) -> list[str]:
+    json_object = {"type": "json_object"}
+    answer = llm.within(seconds, client, REWRITE_PROMPT, question, max_tokens=200, response_format=json_object)
+    try:
+        queries = json.loads(answer.text)["queries"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise remote.ProviderError("llm", f"the rewrite is no query list: {exc}", 200) from exc
+    wanted = [q.strip() for q in queries if isinstance(q, str) and q.strip() and q.strip() != question.strip()]
+    return list(dict.fromkeys(wanted))[:MAX_QUERIES]
+
+
+def _hyde(client, question: str, seconds: float) -> list[str]:
+    return [llm.within(seconds, client, HYDE_PROMPT, question, max_tokens=200).text]
+
+
+_ROUNDS = {"rewrite": _rewrite, "hyde": _hyde}
+
+
+def _search(ctx: Context, pool: Pool, queries: list[str], signal: str, degraded: list[str]) -> None:
+    """Each query's vector pass over the same rows; a row's best cosine to any of them is its `signal`."""
+    if not queries:
+        return
+    vectors = np.asarray(get_embedder().embed_many(queries), dtype=np.float32)
+    plan = replace(ctx.plan, legs=frozenset({"vector"}))
+    for vector in vectors:
+        found = Pool()
+        run_legs(replace(ctx, vector=vector, plan=plan), found, degraded, {})
+        for rid, candidate in found.items():
+            pool.add(rid, {signal: candidate.fact_similarity}, None, candidate.meta)
