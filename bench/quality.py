@@ -165,9 +165,12 @@ def interval(values: list[float], resamples: int, seed: int = 7) -> tuple[float,
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo-dev"))
-    parser.add_argument("--modes", nargs="+", default=list(options.SEARCH_MODES))
+    parser.add_argument("--modes", nargs="*", default=list(options.SEARCH_MODES))
     parser.add_argument("--alphas", nargs="+", type=float, default=[0.15, 0.25, 0.35, 0.5])
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument(
+        "--digest-sessions", nargs="+", type=int, help="with --digests: the numbers of nearest digests to try"
+    )
     parser.add_argument(
         "--digests",
         nargs="*",
@@ -266,10 +269,10 @@ def main():
             f"   ({len(held_queries)} questions)"
         )
     if args.digests is not None:
-        with_digests(data, queries, convs, default, args.digests, searcher, args.resamples)
+        with_digests(data, queries, convs, default, args.digests, args.digest_sessions, searcher, args.resamples)
 
 
-def with_digests(data: Path, queries: list[dict], convs: list[str], without: "Answers", weights, searcher, resamples):
+def with_digests(data, queries, convs, without: "Answers", weights, nearest_counts, searcher, resamples):
     """Load the sessions' digests through the digest write path, then measure the default search again: per
     descent weight, with digest hits in the window (a digest is not a gold turn: it takes a slot) and without."""
     sessions = [json.loads(line) for line in (data / "sessions.jsonl").open()]
@@ -280,16 +283,18 @@ def with_digests(data: Path, queries: list[dict], convs: list[str], without: "An
             if s["conv"] == conv
         ]
         digests.set_digests(scope_for(conv), "bench", items)
-    shipped = (knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS)
+    shipped = (knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS)
     runs = {}
     for weight in weights or [shipped[0]]:
-        for hits in (shipped[1], 0):
-            knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS = weight, hits
-            runs[(weight, hits)] = Answers(f"digests w={weight} hits={hits}", queries, searcher())
-    knobs.DIGEST_DESCENT, knobs.DIGEST_MAX_HITS = shipped
+        for nearest in nearest_counts or [shipped[1]]:
+            for hits in (shipped[2], 0):
+                knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS = weight, nearest, hits
+                name = f"digests w={weight} n={nearest} hits={hits}"
+                runs[(weight, nearest, hits)] = Answers(name, queries, searcher())
+    knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS = shipped
     print(f"\nsession digests ({len(sessions)} from {data.name}/sessions.jsonl): the default search again")
     print(
-        f"{'':<28}{'R@10':>7}{'95% CI':>15}{'abst c0':>9}{'false ab':>9}"
+        f"{'':<32}{'R@10':>7}{'95% CI':>15}{'abst c0':>9}{'false ab':>9}"
         + "".join(f"{label:>13}" for label in CATEGORIES.values())
     )
     for answers in [without, *runs.values()]:
@@ -297,7 +302,7 @@ def with_digests(data: Path, queries: list[dict], convs: list[str], without: "An
         low, high = interval(recall10, resamples)
         per = answers.by_category(10)
         print(
-            f"{answers.name:<28}{mean(recall10):>7.3f}{f'{low:.3f}-{high:.3f}':>15}{answers.abstain_rate({0}):>9.3f}"
+            f"{answers.name:<32}{mean(recall10):>7.3f}{f'{low:.3f}-{high:.3f}':>15}{answers.abstain_rate({0}):>9.3f}"
             f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}"
             + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES)
         )
@@ -306,8 +311,8 @@ def with_digests(data: Path, queries: list[dict], convs: list[str], without: "An
         rest = [conv for conv in convs if conv != held]
         chosen = max(runs, key=lambda at: (mean(runs[at].recall(10, rest)), -at[0]))
         print(
-            f"{held:<10} w={chosen[0]} hits={chosen[1]}: R@10 {mean(runs[chosen].recall(10, {held})):.3f} "
-            f"without digests {mean(without.recall(10, {held})):.3f}"
+            f"{held:<10} w={chosen[0]} n={chosen[1]} hits={chosen[2]}: R@10 {mean(runs[chosen].recall(10, {held})):.3f}"
+            f" without digests {mean(without.recall(10, {held})):.3f}"
         )
 
 

@@ -179,22 +179,42 @@ class SessionSummarySet(OpInput):
     items = SessionSummary(many=True)
 
     def validate_items(self, items):
-        if not items:
-            raise ValidationError("must hold at least one summary", code="empty")
-        if len(items) > MAX_BATCH:
-            raise ValidationError(f"at most {MAX_BATCH} summaries per call (got {len(items)})", code="too_many_items")
-        seen = {}
-        for index, item in enumerate(items):
-            if item["session_id"] in seen:
-                raise ValidationError(
-                    {index: {"session_id": [f"repeats items[{seen[item['session_id']]}]"]}}, code="duplicate_item"
-                )
-            seen[item["session_id"]] = index
-        return items
+        return _unique_batch(items, "session_id", lambda item: item["session_id"])
+
+
+def _unique_batch(items: list, field: str, identity) -> list:
+    """A summary batch: one to MAX_BATCH items, none naming the same thing twice."""
+    if not items:
+        raise ValidationError("must hold at least one summary", code="empty")
+    if len(items) > MAX_BATCH:
+        raise ValidationError(f"at most {MAX_BATCH} summaries per call (got {len(items)})", code="too_many_items")
+    seen = {}
+    for index, item in enumerate(items):
+        if identity(item) in seen:
+            raise ValidationError({index: {field: [f"repeats items[{seen[identity(item)]}]"]}}, code="duplicate_item")
+        seen[identity(item)] = index
+    return items
 
 
 class SessionSummaryDelete(OpInput):
     session_id = String(max_chars=256, plain=True, allow_empty=False)
+
+
+class EntitySummary(Strict):
+    entity = String(max_chars=256, allow_empty=False, help_text="As rows name it in `entities` (case ignored).")
+    summary = Value(allow_empty=False, help_text="What the entity is, in the words people use for it.")
+    sensitivity = Choice(sensitivity.LEVELS, default="low", help_text="Raised to high when the text holds a secret.")
+
+
+class EntitySummarySet(OpInput):
+    items = EntitySummary(many=True)
+
+    def validate_items(self, items):
+        return _unique_batch(items, "entity", lambda item: item["entity"].lower())
+
+
+class EntitySummaryDelete(OpInput):
+    entity = String(max_chars=256, allow_empty=False)
 
 
 class RetrievalDefaults(Strict):

@@ -119,6 +119,25 @@ class SessionSummaryDeleteOut(serializers.Serializer):
     deleted = serializers.IntegerField(help_text="1 when a live summary was retired, else 0.")
 
 
+class EntitySummaryOut(serializers.Serializer):
+    entity = serializers.CharField(help_text="Lowercased: as searches and rows' mentions name it.")
+    outcome = serializers.CharField(help_text="created, updated or unchanged")
+    version = serializers.IntegerField()
+    sensitivity = serializers.CharField()
+    sensitivity_reason = serializers.CharField(allow_null=True)
+    embedding_pending = serializers.BooleanField(help_text="Stored unembedded: the org's model calls are off.")
+
+
+class EntitySummarySetOut(serializers.Serializer):
+    items = EntitySummaryOut(many=True)
+    count = serializers.IntegerField()
+
+
+class EntitySummaryDeleteOut(serializers.Serializer):
+    entity = serializers.CharField()
+    deleted = serializers.IntegerField(help_text="1 when a live summary was retired, else 0.")
+
+
 class ListItemOut(serializers.Serializer):
     memory_key = serializers.CharField()
     memory_type = serializers.CharField()
@@ -236,6 +255,22 @@ class SearchHitOut(serializers.Serializer):
     score_components = serializers.DictField(child=serializers.FloatField())
 
 
+class ComputedFromOut(serializers.Serializer):
+    namespace = serializers.CharField()
+    memory_key = serializers.CharField()
+    agent = serializers.CharField()
+    session_id = serializers.CharField()
+    version = serializers.IntegerField()
+    dated_at = serializers.DateTimeField()
+
+
+class ComputedOut(serializers.Serializer):
+    kind = serializers.CharField(help_text="count, temporal_diff or latest")
+    value = serializers.JSONField(help_text="the count, the days, or the newest value")
+    text = serializers.CharField(help_text="the evidence as one line a model can read")
+    computed_from = ComputedFromOut(many=True, help_text="the rows it was computed from (a count names its first 20)")
+
+
 class SearchOut(serializers.Serializer):
     hits = SearchHitOut(many=True)
     abstain = serializers.BooleanField()
@@ -258,6 +293,10 @@ class SearchOut(serializers.Serializer):
     thresholds = serializers.DictField(help_text="The gates in force and their tier.")
     query_entities = serializers.ListField(child=serializers.CharField())
     notes = serializers.ListField(child=serializers.CharField())
+    computed = ComputedOut(
+        many=True,
+        help_text="What the question asks to be computed (count, temporal_diff, latest), from the rows in scope.",
+    )
     latency_ms = serializers.FloatField()
     stage_ms = serializers.DictField(child=serializers.FloatField())
     trace_id = serializers.CharField()
@@ -268,7 +307,8 @@ class SearchOut(serializers.Serializer):
         help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
         "spelled), query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed), "
         "names_checked (the names the query is about) and names_found (those a live row mentions: when it names "
-        "some and finds none, the search abstains with entity_absent)."
+        "some and finds none, the search abstains with entity_absent), and fallback (the weak-pass fallback's "
+        "rounds, LLM calls, and why it did not run)."
     )
 
 
@@ -280,6 +320,7 @@ class AskOut(serializers.Serializer):
     memory_keys = serializers.ListField(child=serializers.CharField(), help_text="The keys the answer cites, in order.")
     cited_sessions = serializers.ListField(child=serializers.CharField())
     hits = SearchHitOut(many=True, help_text="The evidence: the search's window.")
+    computed = ComputedOut(many=True, help_text="Computed evidence, also given to the model with the memories.")
     abstain = serializers.BooleanField()
     abstain_code = serializers.CharField(allow_null=True)
     abstain_reason = serializers.CharField(allow_null=True)

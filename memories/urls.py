@@ -10,6 +10,8 @@ OPS = [
     views.MemoryDelete,
     views.SessionSummarySet,
     views.SessionSummaryDelete,
+    views.EntitySummarySet,
+    views.EntitySummaryDelete,
     views.MemoryTimeline,
     views.MemoryRelated,
     views.NamespaceRegister,

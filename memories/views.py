@@ -18,7 +18,7 @@ from memories.errors import error_response
 from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
-from retrieval.ingest import digests, write
+from retrieval.ingest import digests, entities, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
@@ -155,6 +155,29 @@ class SessionSummaryDelete(OpView):
         return self.answer(
             {"session_id": data["session_id"], "deleted": digests.delete_digest(scope, data["session_id"])}
         )
+
+
+class EntitySummarySet(OpView):
+    op = "entity_summary.set"
+    role = Role.WRITER
+    request_serializer = inputs.EntitySummarySet
+    response_serializer = outputs.EntitySummarySetOut
+
+    def run(self, scope, data):
+        results = entities.set_summaries(scope, [entities.EntityInput(**dict(item)) for item in data["items"]])
+        created = any(result.outcome == "created" for result in results)
+        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+
+
+class EntitySummaryDelete(OpView):
+    op = "entity_summary.delete"
+    role = Role.WRITER
+    request_serializer = inputs.EntitySummaryDelete
+    response_serializer = outputs.EntitySummaryDeleteOut
+
+    def run(self, scope, data):
+        deleted = entities.delete_summary(scope, data["entity"])
+        return self.answer({"entity": data["entity"].lower(), "deleted": deleted})
 
 
 class MemoryGet(OpView):

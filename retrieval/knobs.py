@@ -128,6 +128,12 @@ _knob(
     maximum=1,
 )
 
+ENTITY_NEAREST = _knob(
+    "ENTITY_NEAREST",
+    2,
+    "plan",
+    "entities whose summary is nearest the question (at least the hyde_fallback gate) join the query's entities",
+)
 DIGEST_SESSIONS = _knob(
     "DIGEST_SESSIONS", 3, "plan", "the nearest session digests read: candidates themselves, and whose rows descend"
 )

@@ -40,10 +40,12 @@ def test_a_summary_is_stored_then_unchanged_then_updated(backend, agent):
     assert changed.json["items"][0]["outcome"] == "updated" and changed.json["items"][0]["version"] > item["version"]
 
 
-def test_a_summary_is_served_as_a_summary_hit(backend, ranker):
+def test_a_question_about_a_session_is_served_its_summary(backend, ranker):
     turns(ranker)
     summaries(ranker, {"session_id": "s-b", "summary": "Planning a hiking trip to the Alps in June."})
-    reply = ranker.search("planning the hiking trip to the Alps", top_k=3)
+    plain = ranker.search("planning the hiking trip to the Alps").json["hits"]  # not about a session as a whole
+    assert plain and all(hit["source"] != "summary" for hit in plain)
+    reply = ranker.search("what did we discuss about the hiking trip to the Alps", top_k=3)
     assert reply.status == 200, reply.json
     digest = [hit for hit in reply.json["hits"] if hit["source"] == "summary"]
     assert len(digest) == 1
@@ -72,11 +74,13 @@ def test_digest_descent_lifts_the_rows_of_the_session_the_question_is_about(back
 def test_a_filter_a_digest_cannot_answer_keeps_digests_out_of_the_window(backend, ranker):
     turns(ranker)
     summaries(ranker, {"session_id": "s-b", "summary": "Planning a hiking trip to the Alps in June."})
-    typed = ranker.search("planning the hiking trip to the Alps", memory_type="turn").json["hits"]
+    typed = ranker.search("what did we discuss about the hiking trip to the Alps", memory_type="turn").json["hits"]
     assert typed and all(hit["source"] != "summary" for hit in typed)
-    other_session = ranker.search("planning the hiking trip to the Alps", session_id="s-a").json["hits"]
+    other_session = ranker.search("what did we discuss about the hiking trip to the Alps", session_id="s-a").json[
+        "hits"
+    ]
     assert all(hit["source"] != "summary" for hit in other_session)
-    own = ranker.search("planning the hiking trip to the Alps", session_id="s-b").json["hits"]
+    own = ranker.search("what did we discuss about the hiking trip to the Alps", session_id="s-b").json["hits"]
     assert [hit["memory_key"] for hit in own if hit["source"] == "summary"] == ["summary:s-b"]
 
 
@@ -84,7 +88,7 @@ def test_another_org_never_sees_a_digest(backend, alice, bob, call):
     alices, bobs = Agent(call, alice.token("writer")), Agent(call, bob.token("writer"))
     summaries(alices, {"session_id": "s-1", "summary": "Alice's team chose the vendor Northwind."})
     bobs.set({"memory_key": "note", "value": "Bob's team chose nothing yet"})
-    hits = bobs.search("which vendor did the team choose").json["hits"]
+    hits = bobs.search("what did the team discuss about the vendor").json["hits"]
     assert all(hit["source"] != "summary" for hit in hits)
 
 
@@ -93,18 +97,20 @@ def test_a_summary_holding_a_secret_is_stored_high_and_never_served(backend, age
     reply = summaries(agent, {"session_id": "s-9", "summary": secret})
     item = reply.json["items"][0]
     assert (item["sensitivity"], item["embedding_model"]) == ("high", "")
-    hits = agent.search("the deploy password Dana shared").json["hits"]
+    hits = agent.search("the session where Dana shared the deploy password").json["hits"]
     assert all(hit["source"] != "summary" for hit in hits)
 
 
 def test_a_deleted_summary_is_no_longer_served(backend, agent):
     summaries(agent, {"session_id": "s-1", "summary": "They planned the spring offsite in Lisbon."})
-    assert agent.search("the spring offsite in Lisbon").json["hits"][0]["source"] == "summary"
+    assert agent.search("the meeting on the spring offsite in Lisbon").json["hits"][0]["source"] == "summary"
     gone = agent.call("session_summary.delete", {"namespace": "default", "session_id": "s-1"}, agent.token)
     assert gone.json == {"session_id": "s-1", "deleted": 1}
     again = agent.call("session_summary.delete", {"namespace": "default", "session_id": "s-1"}, agent.token)
     assert again.json["deleted"] == 0
-    assert all(hit["source"] != "summary" for hit in agent.search("the spring offsite in Lisbon").json["hits"])
+    assert all(
+        hit["source"] != "summary" for hit in agent.search("the meeting on the spring offsite in Lisbon").json["hits"]
+    )
 
 
 def test_with_the_orgs_model_calls_off_a_summary_waits_unembedded_until_embed_pending(backend, agent):
@@ -113,9 +119,11 @@ def test_with_the_orgs_model_calls_off_a_summary_waits_unembedded_until_embed_pe
     assert reply.status == 201 and reply.json["items"][0]["embedding_pending"] is True
     call_command("embed_pending")  # still off: the stub is left alone
     agent.call("org.set_model_calls", {"enabled": True, "reason": "done"}, agent.token)
-    assert all(hit["source"] != "summary" for hit in agent.search("the spring offsite in Lisbon").json["hits"])
+    assert all(
+        hit["source"] != "summary" for hit in agent.search("the meeting on the spring offsite in Lisbon").json["hits"]
+    )
     call_command("embed_pending")
-    assert agent.search("the spring offsite in Lisbon").json["hits"][0]["memory_key"] == "summary:s-1"
+    assert agent.search("the meeting on the spring offsite in Lisbon").json["hits"][0]["memory_key"] == "summary:s-1"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from retrieval.caching import TtlCache
 from retrieval.ingest import sensitivity
-from retrieval.ingest.write import embed_rows
+from retrieval.ingest.write import embed_texts
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
@@ -105,19 +105,10 @@ def set_digests(scope: Scope, agent: str, items: list[DigestInput]) -> list[Dige
 
 def _embed(scope: Scope, rows: list[dict], users: set[str]) -> bool:
     """Embed the digests as values are embedded; False when the org's model calls are refused (stubs stay)."""
-    if not rows:
-        return True
-    try:
-        with customer.for_org(
-            scope.org, scope.namespace, scope.subject, "session_summary.set", users.pop() if len(users) == 1 else ""
-        ):
-            vectors = embed_rows(get_embedder(), [(row["summary"], "", [], None) for row in rows])
-    except customer.SWITCHED as exc:
-        log.info("storing %d digests with embedding stubs: %s", len(rows), exc)
-        return False
-    for row, (vector, _, _) in zip(rows, vectors):
+    vectors = embed_texts(scope, "session_summary.set", [row["summary"] for row in rows], users)
+    for row, vector in zip(rows, vectors or []):
         row["vector"], row["embedding_dim"] = vector, len(vector)
-    return True
+    return vectors is not None
 
 
 def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None) -> int:

@@ -1,5 +1,5 @@
-"""The embedding worker: rows and session digests stored with stubs (their org's model calls were off) get their
-vectors.
+"""The embedding worker: rows, session digests and entity summaries stored unembedded (their org's model calls
+were off) get their vectors.
 
 `python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
 in the query: an org whose model calls are still off is left out, so its rows
@@ -18,7 +18,7 @@ from collections import defaultdict
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import digests, write
+from retrieval.ingest import digests, entities, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
@@ -60,7 +60,8 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     """
     try:
         rows = pending(batch_size, org)
-        done = digests.embed_stubs(batch_size, customer.switched_off_orgs(), ACTOR, org)
+        off = customer.switched_off_orgs()
+        done = digests.embed_stubs(batch_size, off, ACTOR, org) + entities.embed_stubs(batch_size, off, ACTOR, org)
     except customer.SwitchUnread as exc:
         log.warning("embed_pending holds: %s", exc)
         return 0

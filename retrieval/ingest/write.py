@@ -275,6 +275,20 @@ def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]], str |
     return out
 
 
+def embed_texts(scope: Scope, op: str, texts: list[str], users: set[str]) -> list | None:
+    """Texts beside the rows (session digests, entity summaries), embedded as values are, in one call metered to
+    `op`; None when the org's model calls are refused (the caller stores a stub for embed_pending)."""
+    if not texts:
+        return []
+    user = next(iter(users)) if len(users) == 1 else ""
+    try:
+        with customer.for_org(scope.org, scope.namespace, scope.subject, op, user):
+            return [vector for vector, _, _ in embed_rows(get_embedder(), [(text, "", [], None) for text in texts])]
+    except customer.SWITCHED as exc:
+        log.info("%s: %d texts wait unembedded: %s", op, len(texts), exc)
+        return None
+
+
 def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None]:
     """Each conversation turn's preceding turn in its session (None for any other row, and a session's first):
     the batch's earlier turns first, then the session's newest stored turn of another key older than it."""

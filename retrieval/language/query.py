@@ -38,6 +38,24 @@ _CONTACT = re.compile(
     re.I,
 )
 
+# A question about a session or a conversation as a whole, which its digest answers (retrieval/search/legs/digests.py).
+_OVERVIEW = re.compile(
+    r"\b(summar(y|ise|ize|ies)|overview|recap|what happened|what (did|do) (we|you|they|i|\w+) (talk|chat|discuss)\w*"
+    r"|discuss(ed|ion)?|conversations?|sessions?|meetings?)\b",
+    re.I,
+)
+
+# What a question asks to be computed rather than found (retrieval/search/evidence.py). A span of time first:
+# "how many days since" asks for a date difference, not a count.
+_TEMPORAL_DIFF = re.compile(
+    r"\bhow (long|many (days|weeks|months|years))\b.*\b(ago|since|before|after|between|until|passed|later)\b"
+    r"|\bhow long (ago|has|have)\b",
+    re.I,
+)
+_COUNT = re.compile(r"\b(how many|how often|number of|count of)\b", re.I)
+# The asking words themselves, which no row is about.
+INTENT_WORDS = frozenset("how many often number count times time long ago since days weeks months years".split())
+
 MONTHS = tuple("january february march april may june july august september october november december".split())
 WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
 _MONTHS = {month: number for number, month in enumerate(MONTHS, 1)}
@@ -78,6 +96,8 @@ class QueryShape:
     earliest: bool = False
     contact: bool = False
     date: DateCue | None = None
+    overview: bool = False  # about a session or conversation as a whole
+    intent: str | None = None  # "count", "temporal_diff", or "latest" (a recency cue): computed evidence
 
 
 def analyse(query: str, anchor: datetime | None = None) -> QueryShape:
@@ -95,7 +115,17 @@ def analyse(query: str, anchor: datetime | None = None) -> QueryShape:
         earliest=bool(_EARLIEST.search(query)),
         contact=bool(_CONTACT.search(query)),
         date=resolve_date(query, anchor or datetime.now(UTC)),
+        overview=bool(_OVERVIEW.search(query)),
+        intent=_intent(query),
     )
+
+
+def _intent(query: str) -> str | None:
+    if _TEMPORAL_DIFF.search(query):
+        return "temporal_diff"
+    if _COUNT.search(query):
+        return "count"
+    return "latest" if _RECENCY.search(query) else None
 
 
 def resolve_date(query: str, anchor: datetime) -> DateCue | None:

@@ -127,6 +127,7 @@ def _answer(found: SearchResult, source: str) -> dict:
         "memory_keys": [],
         "cited_sessions": [],
         "hits": found.hits,
+        "computed": found.computed,
         "abstain": found.abstain,
         "abstain_code": found.abstain_code,
         "abstain_reason": found.abstain_reason,
@@ -150,7 +151,7 @@ def _answer(found: SearchResult, source: str) -> dict:
 def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer: dict) -> None:
     started = datetime.now(UTC)
     system = SYSTEM.format(max_chars=request.max_answer_chars) + (PRESUPPOSITION if request.presupposition_rule else "")
-    prompt = _prompt(request, evidence)
+    prompt = _prompt(request, evidence, answer["computed"])
     llm = for_model(settings.LOOM_MEMORY_ASK_SYNTH_MODEL)
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask"):
@@ -200,7 +201,7 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
         _record_use(scope, cited)
 
 
-def _prompt(request: AskRequest, evidence: list[dict]) -> str:
+def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> str:
     parts = [f"Today is {datetime.now(UTC):%Y-%m-%d}."]
     if request.recent_messages:
         turns = "\n".join(f"{m['role']}: {_fenced(m['content'])}" for m in request.recent_messages)
@@ -217,6 +218,9 @@ def _prompt(request: AskRequest, evidence: list[dict]) -> str:
             f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{_fenced(body[:MEMORY_CHARS])}"
         )
     parts.append("<memories>\n" + "\n\n".join(blocks) + "\n</memories>")
+    if computed:  # counts and date differences worked out from the memories in scope (retrieval/search/evidence.py)
+        lines = "\n".join(f"- {_fenced(str(item['text']))}" for item in computed)
+        parts.append(f"Computed from the memories in scope:\n<computed>\n{lines}\n</computed>")
     parts.append(f"Question: {request.search.query}")
     return "\n\n".join(parts)
 

@@ -110,6 +110,7 @@ class Plan:
     alpha: float
     hyde: bool  # asked for (request, recipe or namespace): HyDE runs whenever the pass is weak, always under deep
     fallback: bool  # the weak-pass fallback may spend LLM calls (retrieval/search/fallback.py)
+    per_key_cap: int  # rows of one key in a window (0: no cap); a count or a date difference is exempt
     unmatched: bool  # whether legs other than the vectors may add candidates
     lexical_weight: float  # rrf's weight on the lexical order
     legs: frozenset[str]
@@ -180,6 +181,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         alpha=pick("alpha", settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA),
         hyde=hyde is True and calls_llm,
         fallback=hyde is not False and calls_llm,  # hyde=false forces the raw query
+        per_key_cap=0 if shape.intent in ("count", "temporal_diff") else settings.LOOM_MEMORY_SEARCH_PER_KEY_CAP,
         unmatched=unmatched,
         lexical_weight=knobs.RRF_PATH_LEXICAL_WEIGHT if shape.path_shaped else 1.0,
         legs=frozenset(legs),

@@ -34,6 +34,7 @@ class SearchResult:
     thresholds: dict = field(default_factory=dict)
     query_entities: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    computed: list[dict] = field(default_factory=list)  # computed evidence (retrieval/search/evidence.py)
     latency_ms: float = 0.0
     stage_ms: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""

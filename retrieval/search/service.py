@@ -14,13 +14,16 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.conf import settings
 
+from retrieval import knobs
 from retrieval.gates import thresholds
 from retrieval.gates.thresholds import Gates
+from retrieval.ingest import entities
 from retrieval.language import query as query_text
 from retrieval.providers import customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import (
     abstain,
+    evidence,
     fallback,
     fusion,
     key_axis,
@@ -111,6 +114,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
+    computed = [] if verdict.abstain else evidence.compute(ctx, served, _anchor(request))
     result = SearchResult(
         hits=hits(
             served,
@@ -136,6 +140,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         thresholds={**prepared.gates.as_dict(), "min_similarity_in_force": prepared.floor},
         query_entities=ctx.entities,
         notes=notes,
+        computed=computed,
         retrieval_work={**asdict(prepared.work), **_names_work(prepared.names), "fallback": asdict(spent)},
     )
     if request.paging:
@@ -238,14 +243,20 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     present = set(entity_leg.known(scope.org, searched, sorted(mentioned))) if mentioned else set()  # one read
     # entity_absent: not one of the filter's entities is in memory.
     missing = wanted if wanted and not present & set(wanted) else []
+    # The entities whose summary reads like the question: named in other words ("the Berlin office").
+    like = []
+    if detect and cosine:
+        like = entities.nearest(scope.org, searched, ctx.model, vector, gates.hyde_fallback, knobs.ENTITY_NEAREST)
     if detect:
-        ctx.entities = sorted(set(wanted) | present)
+        ctx.entities = sorted(set(wanted) | present | set(like))
     try:
         checked = named.result()
     except clickhouse.ClickHouseError as exc:  # the check fails open: the cosine gates still judge
         log.warning("entity check failed: %s", exc)
         checked = mentions.Check()
         degraded.append("entity_check")
+    if checked.absent and like:  # a known entity, in other words: the question is about something memory holds
+        checked = mentions.Check(checked.names, like)
     clock.lap("prepare")
     return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
 

@@ -1,13 +1,11 @@
 """Shaping the served window from the ranked pool.
 
 Hidden rows never reach the pool (the legs filter on status); here: at most
-LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key, the similarity floor with its
+LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key (none for a count or a date difference), the similarity floor with its
 floor_mode, chunk_max_share, at most DIGEST_MAX_HITS session digests, and the cut at top_k.
 """
 
 import math
-
-from django.conf import settings
 
 from retrieval import knobs
 from retrieval.search.plan import Plan
@@ -16,7 +14,7 @@ from retrieval.search.pool import Candidate
 
 def shape(ranked: list[Candidate], plan: Plan, floor: float) -> list[Candidate]:
     """The window in serving order: confident rows, then (readmit, ids_only) those under the floor."""
-    capped = _per_key(ranked, settings.LOOM_MEMORY_SEARCH_PER_KEY_CAP)
+    capped = _per_key(ranked, plan.per_key_cap)
     confident = [c for c in capped if c.similarity >= floor]
     weak = [c for c in capped if c.similarity < floor]
     for c in weak:

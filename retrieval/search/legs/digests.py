@@ -2,8 +2,9 @@
 
 "What happened in that session" is answered by a digest, not by any one turn; and a question about an event
 often names it in words its session's digest shares while the turn that holds the answer does not. So the leg
-reads the digests nearest the query (`session_summaries`, one per session) and serves them as candidates
-(`source: "summary"`), then descends: each of the top digests pulls its session's rows nearest the query into
+reads the digests nearest the query (`session_summaries`, one per session); to a question about a session or a
+conversation as a whole (`QueryShape.overview`: "summary", "what did we discuss", "meeting", ...) it serves them
+as candidates (`source: "summary"`). Then it descends: each of the top digests pulls its session's rows nearest the query into
 the pool, with `digest` (its digest's cosine as a share of the best digest's) for the rank term
 `session_digest`.
 
@@ -42,7 +43,8 @@ def run(ctx: Context) -> list[Hit]:
     )
     if not nearest:
         return []
-    served = [] if filters - _DIGEST_FILTERS else [_as_hit(digest) for digest in nearest]
+    # A digest answers a question about its session as a whole; any other question reads it only for descent.
+    served = [_as_hit(digest) for digest in nearest] if ctx.shape.overview and not filters - _DIGEST_FILTERS else []
     return served + _descent(ctx, nearest)
 
 

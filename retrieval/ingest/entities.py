@@ -1,0 +1,194 @@
+"""Entity summaries: `entity_summary.set` and `.delete`, a paragraph on what an entity is, embedded with its name.
+
+A row names its entities as written (`entities` on memory.set: "Office:BER"); a question names them as people
+say them ("the Berlin office"). An entity's summary, embedded as "<name>: <summary>" (`entity_vectors`, one per
+embedding model), lets the search find the entity a question means in other words, and through it the rows that
+mention it (retrieval/search/service.py, the entity leg). Judged for sensitivity like a value (high: stored,
+never embedded); with the org's model calls off the summary waits unembedded until embed_pending embeds it, as it
+does for every summary the served model has no vector of (after a model change too).
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from retrieval.caching import TtlCache
+from retrieval.ingest import sensitivity
+from retrieval.ingest.write import embed_texts
+from retrieval.providers import customer
+from retrieval.providers.embedders import get_embedder
+from retrieval.store import clickhouse
+from retrieval.store.rows import next_version
+from tenancy.access import Scope
+from tenancy.roles import Role
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EntityInput:
+    entity: str
+    summary: str
+    sensitivity: str = "low"
+
+
+@dataclass
+class EntityResult:
+    entity: str  # lowercased: how rows' mentions and searches name it
+    outcome: str  # created, updated or unchanged
+    version: int
+    sensitivity: str
+    sensitivity_reason: str | None
+    embedding_pending: bool = False
+
+
+def set_summaries(scope: Scope, items: list[EntityInput]) -> list[EntityResult]:
+    stored = _live(scope, [item.entity.lower() for item in items])
+    now, results, rows = datetime.now(UTC), [], []
+    for item in items:
+        key = item.entity.lower()
+        level, reason = sensitivity.effective(item.sensitivity, item.summary)
+        previous = stored.get(key)
+        same = previous and (previous["name"], previous["summary"], previous["sensitivity"]) == (
+            item.entity,
+            item.summary,
+            level,
+        )
+        if same:
+            results.append(EntityResult(key, "unchanged", previous["version"], level, reason))
+            continue
+        row = {
+            "org": scope.org,
+            "namespace": scope.namespace,
+            "entity": key,
+            "version": next_version(),
+            "status": "active",
+            "name": item.entity,
+            "summary": item.summary,
+            "sensitivity": level,
+            "actor": scope.subject,
+            "updated_at": now,
+        }
+        rows.append(row)
+        results.append(EntityResult(key, "updated" if previous else "created", row["version"], level, reason))
+    clickhouse.insert("entity_summaries", rows)
+    embedded = _embed(scope, [row for row in rows if row["sensitivity"] != "high"])
+    for result in results:
+        result.embedding_pending = result.outcome != "unchanged" and result.sensitivity != "high" and not embedded
+    if rows:
+        _held.put((clickhouse.target(), scope.org, scope.namespace), True)
+    return results
+
+
+def _embed(scope: Scope, rows: list[dict]) -> bool:
+    """Store each summary's vector for the served model; False when the org's model calls are refused."""
+    vectors = embed_texts(scope, "entity_summary.set", [f"{row['name']}: {row['summary']}" for row in rows], set())
+    if vectors is None:
+        return False
+    model = get_embedder().model_name
+    clickhouse.insert(
+        "entity_vectors",
+        [
+            {
+                "org": row["org"],
+                "namespace": row["namespace"],
+                "embedding_model": model,
+                "entity": row["entity"],
+                "version": row["version"],
+                "vector": vector,
+            }
+            for row, vector in zip(rows, vectors)
+        ],
+    )
+    return True
+
+
+def delete_summary(scope: Scope, entity: str) -> int:
+    """Retire an entity's summary (its vectors go unread); how many were live (0 or 1)."""
+    previous = _live(scope, [entity.lower()]).get(entity.lower())
+    if previous is None:
+        return 0
+    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject}
+    clickhouse.insert("entity_summaries", [{**gone, "updated_at": datetime.now(UTC)}])
+    return 1
+
+
+def _live(scope: Scope, entities: list[str]) -> dict[str, dict]:
+    rows = clickhouse.query(
+        """
+        SELECT * FROM entity_summaries FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String} AND entity IN {entities:Array(String)}
+          AND status = 'active'
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "entities": entities},
+    )
+    return {row["entity"]: row for row in rows}
+
+
+def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None) -> int:
+    """Embed live summaries the served model has no vector of (their org's calls were off, or the model changed),
+    one call per (org, namespace); how many were embedded."""
+    model = get_embedder().model_name
+    rows = clickhouse.query(
+        """
+        SELECT * FROM entity_summaries FINAL
+        WHERE status = 'active' AND sensitivity != 'high' AND org NOT IN {off:Array(String)}
+          AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
+          AND (org, namespace, entity, version) NOT IN (
+              SELECT org, namespace, entity, version FROM entity_vectors WHERE embedding_model = {model:String})
+        ORDER BY version DESC
+        LIMIT {batch:UInt32}
+        """,
+        {"model": model, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
+    )
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["org"], row["namespace"]), []).append(row)
+    done = 0
+    for (org_name, namespace), stubs in sorted(groups.items()):
+        scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=actor)
+        try:
+            done += len(stubs) if _embed(scope, stubs) else 0
+        except customer.HOLDS as exc:
+            log.warning("embed_pending holds %d entity summaries of %s/%s: %s", len(stubs), org_name, namespace, exc)
+    return done
+
+
+def nearest(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[str]:
+    """The entities (lowercased) whose summary is closest to the query, at least `floor`, best first."""
+    target = clickhouse.target()
+    if not any(_held.get((target, org, namespace), lambda n=namespace: _holds(org, n)) for namespace in namespaces):
+        return []
+    rows = clickhouse.query_rows(
+        """
+        SELECT v.entity, max(dotProduct(v.vector, {q:Array(Float32)})) AS sim
+        FROM entity_vectors AS v FINAL
+        WHERE v.org = {org:String} AND v.namespace IN {namespaces:Array(String)} AND v.embedding_model = {model:String}
+          AND (v.namespace, v.entity, v.version) IN (
+              SELECT namespace, entity, version FROM entity_summaries FINAL
+              WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND status = 'active'
+                AND sensitivity != 'high')
+        GROUP BY v.entity
+        HAVING sim >= {floor:Float64}
+        ORDER BY sim DESC, v.entity
+        LIMIT {limit:UInt32}
+        """,
+        {"org": org, "namespaces": namespaces, "model": model, "q": vector, "floor": floor, "limit": limit},
+    )
+    return [row[0] for row in rows]
+
+
+def _holds(org: str, namespace: str) -> bool:
+    return bool(
+        clickhouse.query_value(
+            """
+            SELECT count() > 0 FROM entity_summaries FINAL
+            WHERE org = {org:String} AND namespace = {namespace:String} AND status = 'active'
+            """,
+            {"org": org, "namespace": namespace},
+        )
+    )
+
+
+# A summary written in this process is seen at once; another process's first within 10 s.
+_held = TtlCache(10)

@@ -1,0 +1,156 @@
+"""Computed evidence: what a question asks to be computed rather than found, worked out from the rows in scope.
+
+The query's intent is read deterministically (`language.query`: no model); each kind is served beside the hits
+in `computed`, with the rows it was computed from, and never changes the ranking:
+
+- **count** ("how many", "how often"): the live rows in scope, under the request's filters, that mention what
+  the question is about, counted in ClickHouse, with the first and last date among them. What it is about: the
+  names it asks about (`language.names`) and, of its other words (the asking words left out), the one the fewest
+  rows mention ("How many times did Melanie go to the beach?": Melanie and beach). The count says what it counted;
+  none when nothing is left to count by: the search answers from recall alone.
+- **temporal_diff** ("how long ago", "how many days since", "how long between"): from the best hit's date to the
+  question's date (its observation_date, else now), or, for "between", "before", "after", between the two best
+  hits of different dates.
+- **latest** (a recency cue: "latest", "current", "now"): the newest row of the best hit's key in scope, when the
+  key holds several (one per session or writer), with how many.
+
+A count or a date difference is about several rows of one key as readily as of many keys, so those queries are
+exempt from the per-key cap (plan.py).
+"""
+
+from datetime import datetime
+
+from retrieval.language import names, text
+from retrieval.language.query import INTENT_WORDS
+from retrieval.search.legs import Context
+from retrieval.search.pool import Candidate
+from retrieval.store import clickhouse
+
+# How many rows a count names (the count itself is exact up to COUNT_LIMIT).
+NAMED = 20
+COUNT_LIMIT = 10_000
+_ASKING = frozenset(text.stems(sorted(INTENT_WORDS)))
+_BETWEEN = ("between", "before", "after", "until", "later")
+
+
+def compute(ctx: Context, served: list[Candidate], anchor: datetime) -> list[dict]:
+    """The computed evidence the query asks for, or [] (no intent, or nothing to compute from)."""
+    intent = ctx.shape.intent
+    rows = [c for c in served if c.source != "summary" and c.meta is not None]
+    if intent == "count":
+        return _count(ctx)
+    if intent == "temporal_diff" and rows:
+        return _temporal_diff(ctx, rows, anchor)
+    if intent == "latest" and rows:
+        return _latest(ctx, rows[0])
+    return []
+
+
+def _count(ctx: Context) -> list[dict]:
+    named = {term for name in names.about(ctx.shape.text) for term in names.terms(name)}
+    others = [term for term in ctx.shape.terms if term not in _ASKING and term not in named]
+    held = _rows_holding(ctx, others)  # a word no row holds ("go" beside "went") narrows nothing
+    subject = sorted(named) + ([min(held, key=lambda term: (held[term], term))] if held else [])
+    if not subject:
+        return []
+    rows = clickhouse.query(
+        f"""
+        SELECT namespace, memory_key, agent, session_id, version, dated_at
+        FROM memory_embeddings
+        WHERE {ctx.eligible.where()} AND (namespace, memory_key, agent, session_id, version) IN (
+            SELECT namespace, memory_key, agent, session_id, version FROM memory_terms FINAL
+            WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}} AND status = 'active'
+              AND field IN ('value', 'key') AND term IN {{subject:Array(String)}}
+            GROUP BY namespace, memory_key, agent, session_id, version
+            HAVING uniqExact(term) = length({{subject:Array(String)}})
+        )
+        ORDER BY dated_at, memory_key
+        LIMIT {{limit:UInt32}}
+        """,
+        ctx.params(subject=subject, limit=COUNT_LIMIT),
+    )
+    if not rows:
+        return []
+    words = [word for word in text.tokens(ctx.shape.text) if text.stems([word])[0] in subject]
+    said = " ".join(dict.fromkeys(words))
+    return [
+        {
+            "kind": "count",
+            "value": len(rows),
+            "text": f"{len(rows)} memories mention {said}, {rows[0]['dated_at']:%Y-%m-%d} to {rows[-1]['dated_at']:%Y-%m-%d}",
+            "computed_from": rows[:NAMED],
+        }
+    ]
+
+
+def _rows_holding(ctx: Context, terms: list[str]) -> dict[str, int]:
+    """How many live rows of the namespaces mention each term (value or key)."""
+    if not terms:
+        return {}
+    return dict(
+        clickhouse.query_rows(
+            """
+            SELECT term, uniqExact(namespace, memory_key, agent, session_id, version) FROM memory_terms FINAL
+            WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND status = 'active'
+              AND field IN ('value', 'key') AND term IN {terms:Array(String)}
+            GROUP BY term
+            """,
+            {"org": ctx.org, "namespaces": ctx.namespaces, "terms": terms},
+        )
+    )
+
+
+def _temporal_diff(ctx: Context, rows: list[Candidate], anchor: datetime) -> list[dict]:
+    asked = ctx.shape.text.lower()
+    first = rows[0]
+    if any(f" {word} " in f" {asked} " for word in _BETWEEN):
+        other = next((c for c in rows[1:] if c.meta["dated_at"].date() != first.meta["dated_at"].date()), None)
+        if other is None:
+            return []
+        early, late = sorted((first, other), key=lambda c: c.meta["dated_at"])
+        days = (late.meta["dated_at"].date() - early.meta["dated_at"].date()).days  # calendar days
+        said = (
+            f"{early.id.memory_key} ({early.meta['dated_at']:%Y-%m-%d}) to {late.id.memory_key} "
+            f"({late.meta['dated_at']:%Y-%m-%d}): {days} days"
+        )
+        return [{"kind": "temporal_diff", "value": days, "text": said, "computed_from": [_of(early), _of(late)]}]
+    days = (anchor.date() - first.meta["dated_at"].date()).days
+    said = f"{first.id.memory_key} ({first.meta['dated_at']:%Y-%m-%d}) to {anchor:%Y-%m-%d}: {days} days"
+    return [{"kind": "temporal_diff", "value": days, "text": said, "computed_from": [_of(first)]}]
+
+
+def _of(c: Candidate) -> dict:
+    """A row evidence was computed from, as the statements name theirs."""
+    return {**c.id._asdict(), "dated_at": c.meta["dated_at"]}
+
+
+def _latest(ctx: Context, best: Candidate) -> list[dict]:
+    rows = clickhouse.query(
+        f"""
+        SELECT namespace, memory_key, agent, session_id, version, dated_at
+        FROM memory_embeddings
+        WHERE {ctx.eligible.where()} AND memory_key = {{key:String}} AND namespace = {{key_namespace:String}}
+        ORDER BY dated_at DESC, version DESC
+        """,
+        ctx.params(key=best.id.memory_key, key_namespace=best.id.namespace),
+    )
+    if len(rows) < 2:
+        return []
+    newest = rows[0]
+    value = clickhouse.query_value(
+        """
+        SELECT argMax(value, revision) FROM memories
+        WHERE org = {org:String} AND namespace = {namespace:String} AND memory_key = {key:String}
+          AND agent = {agent:String} AND session_id = {session:String} AND version = {version:UInt64}
+        """,
+        {
+            "org": ctx.org,
+            "namespace": newest["namespace"],
+            "key": newest["memory_key"],
+            "agent": newest["agent"],
+            "session": newest["session_id"],
+            "version": newest["version"],
+        },
+    )
+    said = f"the newest of {len(rows)} rows of {newest['memory_key']} ({newest['dated_at']:%Y-%m-%d}): {value}"
+    return [{"kind": "latest", "value": value, "text": said, "computed_from": rows[:NAMED]}]
