@@ -217,6 +217,34 @@ class EntitySummaryDelete(OpInput):
     entity = String(max_chars=256, allow_empty=False)
 
 
+class Record(Strict):
+    record_key = MemoryKey(help_text="The record's name, unique in the namespace.")
+    record_type = String(max_chars=128, plain=True, allow_empty=False, help_text="customer, policy, precedent, ...")
+    sensitivity = Choice(sensitivity.LEVELS, default="low", help_text="Raised to high when the text holds a secret.")
+
+    def get_fields(self):
+        # `fields` is the wire name, and a serializer's own attribute: declared here, not as a class attribute.
+        return {
+            **super().get_fields(),
+            "fields": serializers.DictField(
+                child=String(max_chars=4096, allow_empty=False),
+                allow_empty=False,
+                help_text="Named values; a precedent's: decision, and optionally situation and rationale.",
+            ),
+        }
+
+
+class RecordSet(OpInput):
+    items = Record(many=True)
+
+    def validate_items(self, items):
+        return _unique_batch(items, "record_key", lambda item: item["record_key"])
+
+
+class RecordDelete(OpInput):
+    record_key = MemoryKey()
+
+
 class RetrievalDefaults(Strict):
     """The per-namespace search defaults the spec lists; a request's own field wins."""
 

@@ -138,6 +138,24 @@ class EntitySummaryDeleteOut(serializers.Serializer):
     deleted = serializers.IntegerField(help_text="1 when a live summary was retired, else 0.")
 
 
+class RecordResultOut(serializers.Serializer):
+    record_key = serializers.CharField()
+    outcome = serializers.CharField(help_text="created, updated or unchanged")
+    version = serializers.IntegerField()
+    sensitivity = serializers.CharField()
+    sensitivity_reason = serializers.CharField(allow_null=True)
+
+
+class RecordSetOut(serializers.Serializer):
+    items = RecordResultOut(many=True)
+    count = serializers.IntegerField()
+
+
+class RecordDeleteOut(serializers.Serializer):
+    record_key = serializers.CharField()
+    deleted = serializers.IntegerField(help_text="1 when a live record was retired, else 0.")
+
+
 class ListItemOut(serializers.Serializer):
     memory_key = serializers.CharField()
     memory_type = serializers.CharField()
@@ -271,6 +289,18 @@ class ComputedOut(serializers.Serializer):
     computed_from = ComputedFromOut(many=True, help_text="the rows it was computed from (a count names its first 20)")
 
 
+class RecordOut(serializers.Serializer):
+    namespace = serializers.CharField()
+    record_key = serializers.CharField()
+    record_type = serializers.CharField()
+    text = serializers.CharField(help_text="The record as one line.")
+    matched = serializers.FloatField(help_text="The share of the question's words the record holds.")
+
+    def get_fields(self):
+        # `fields` is the wire name, and a serializer's own attribute: declared here, not as a class attribute.
+        return {**super().get_fields(), "fields": serializers.DictField(child=serializers.CharField())}
+
+
 class SearchOut(serializers.Serializer):
     hits = SearchHitOut(many=True)
     abstain = serializers.BooleanField()
@@ -297,6 +327,7 @@ class SearchOut(serializers.Serializer):
         many=True,
         help_text="What the question asks to be computed (count, temporal_diff, latest), from the rows in scope.",
     )
+    records = RecordOut(many=True, help_text="Typed records sharing the question's words (record.set).")
     latency_ms = serializers.FloatField()
     stage_ms = serializers.DictField(child=serializers.FloatField())
     trace_id = serializers.CharField()
@@ -316,11 +347,14 @@ class AskOut(serializers.Serializer):
     answer = serializers.CharField(
         allow_null=True, help_text="The synthesised answer, citing [memory_key]; null unless source is synthesized."
     )
-    source = serializers.CharField(help_text="synthesized, retrieval_only or abstained")
+    source = serializers.CharField(
+        help_text="synthesized, retrieval_only, abstained, record (a typed record answered) or precedent (a recorded decision)"
+    )
     memory_keys = serializers.ListField(child=serializers.CharField(), help_text="The keys the answer cites, in order.")
     cited_sessions = serializers.ListField(child=serializers.CharField())
     hits = SearchHitOut(many=True, help_text="The evidence: the search's window.")
     computed = ComputedOut(many=True, help_text="Computed evidence, also given to the model with the memories.")
+    records = RecordOut(many=True, help_text="Typed records sharing the question's words.")
     abstain = serializers.BooleanField()
     abstain_code = serializers.CharField(allow_null=True)
     abstain_reason = serializers.CharField(allow_null=True)

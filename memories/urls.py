@@ -12,6 +12,8 @@ OPS = [
     views.SessionSummaryDelete,
     views.EntitySummarySet,
     views.EntitySummaryDelete,
+    views.RecordSet,
+    views.RecordDelete,
     views.MemoryTimeline,
     views.MemoryRelated,
     views.NamespaceRegister,

@@ -18,7 +18,7 @@ from memories.errors import error_response
 from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
-from retrieval.ingest import digests, entities, write
+from retrieval.ingest import digests, entities, records, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
@@ -178,6 +178,29 @@ class EntitySummaryDelete(OpView):
     def run(self, scope, data):
         deleted = entities.delete_summary(scope, data["entity"])
         return self.answer({"entity": data["entity"].lower(), "deleted": deleted})
+
+
+class RecordSet(OpView):
+    op = "record.set"
+    role = Role.WRITER
+    request_serializer = inputs.RecordSet
+    response_serializer = outputs.RecordSetOut
+
+    def run(self, scope, data):
+        results = records.set_records(scope, [records.RecordInput(**dict(item)) for item in data["items"]])
+        created = any(result.outcome == "created" for result in results)
+        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+
+
+class RecordDelete(OpView):
+    op = "record.delete"
+    role = Role.WRITER
+    request_serializer = inputs.RecordDelete
+    response_serializer = outputs.RecordDeleteOut
+
+    def run(self, scope, data):
+        deleted = records.delete_record(scope, data["record_key"])
+        return self.answer({"record_key": data["record_key"], "deleted": deleted})
 
 
 class MemoryGet(OpView):

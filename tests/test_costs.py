@@ -50,3 +50,15 @@ def test_llm_calls_are_metered_with_their_price(backend, openai_llm, model_serve
     assert (meter.llm_calls, meter.input_tokens, meter.output_tokens) == (1, result.input_tokens, result.output_tokens)
     assert meter.cost_usd == pytest.approx((result.input_tokens * 0.15 + result.output_tokens * 0.60) / 1e6)
     assert meter.dominant_model() == "gpt-4o-mini"
+
+
+def test_an_unlisted_model_bills_nothing_and_warns_once(caplog):
+    with caplog.at_level("WARNING", logger="retrieval.providers.costs"):
+        assert costs.price("gpt-unlisted-test", 1_000_000, 1_000_000) == 0.0
+        assert costs.price("gpt-unlisted-test", 5, 5) == 0.0
+        assert costs.price("local:minilm", 1_000, 0) == 0.0
+    warnings = [record.getMessage() for record in caplog.records]
+    assert warnings == [
+        "no price listed for gpt-unlisted-test: its calls bill $0 (retrieval/providers/costs.py PRICES)"
+    ]
+    assert costs.price("gpt-4o-mini", 1_000_000, 1_000_000) == 0.15 + 0.60

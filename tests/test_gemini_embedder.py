@@ -42,3 +42,11 @@ def test_gemini_retries_and_guards(gemini, model_server):
         gemini.embed_many(["a"])
     with pytest.raises(remote.InputTooLong):
         gemini.embed_many(["word " * 3000])
+
+
+def test_a_slow_query_embedding_answers_503_embed_timeout(backend, gemini, model_server, agent, settings):
+    settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S = 0.2
+    model_server.script(Answer(delay_s=1.0), Answer(delay_s=1.0))
+    reply = agent.search("anything")
+    assert (reply.status, reply.error) == (503, "EMBED_TIMEOUT")
+    assert len(model_server.embedding_requests()) == 2  # one attempt and LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES (1)

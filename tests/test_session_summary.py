@@ -3,12 +3,15 @@ and pulls its session's rows up the ranking (digest descent)."""
 
 import json
 import re
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
+from retrieval.providers import llm
 from tests.conftest import Agent
+from tests.model_server import Answer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 HIKE = "Sounds good, count me in for that one"
@@ -165,3 +168,41 @@ def test_the_readme_example_runs(backend, agent):
     assert reply.status == 201 and [item["outcome"] for item in reply.json["items"]] == ["created", "created"]
     search = agent.call("memory.search", json.loads(bodies[1]), agent.token)
     assert search.json["hits"][0]["memory_key"] == "summary:s-14" and search.json["hits"][0]["source"] == "summary"
+
+
+def test_summarize_sessions_writes_a_digest_for_each_session_that_has_none(backend, openai_llm, model_server, agent):
+    agent.set(
+        {"memory_key": "t1", "value": "We picked Porto for the offsite", "session_id": "s-1", "memory_type": "turn"},
+        {"memory_key": "t2", "value": "Flights are booked for May", "session_id": "s-1", "memory_type": "turn"},
+        {"memory_key": "t3", "value": "Budget review moved to June", "session_id": "s-2", "memory_type": "turn"},
+    )
+    summaries(agent, {"session_id": "s-2", "summary": "The budget review moved to June."})
+    model_server.script(Answer(content="They chose Porto for the offsite and booked May flights."))
+    out = StringIO()
+    call_command("summarize_sessions", "--org", agent_org(agent), stdout=out)
+    assert out.getvalue().strip() == "1 session digests written"
+    prompt = model_server.chat_requests()[0].body["messages"][-1]["content"]
+    assert "We picked Porto for the offsite" in prompt and "Budget review" not in prompt  # s-2 had its digest
+    hits = agent.search("what did we discuss about the offsite in Porto").json["hits"]
+    assert "summary:s-1" in [hit["memory_key"] for hit in hits]
+    call_command("summarize_sessions", "--org", agent_org(agent), stdout=(again := StringIO()))
+    assert again.getvalue().strip() == "0 session digests written" and len(model_server.chat_requests()) == 1
+
+
+def test_summarize_sessions_invents_nothing_without_an_llm_nor_for_a_switched_off_org(
+    backend, openai_llm, model_server, agent, settings
+):
+    agent.set({"memory_key": "t1", "value": "We picked Porto", "session_id": "s-1", "memory_type": "turn"})
+    agent.call("org.set_model_calls", {"enabled": False, "reason": "audit"}, agent.token)
+    call_command("summarize_sessions", "--org", agent_org(agent), stdout=(out := StringIO()))
+    assert out.getvalue().strip() == "0 session digests written" and model_server.chat_requests() == []
+    agent.call("org.set_model_calls", {"enabled": True, "reason": "done"}, agent.token)
+    settings.LOOM_LLM_MODEL = ""
+    settings.OPENAI_API_KEY = ""
+    llm.forget()
+    call_command("summarize_sessions", stdout=StringIO(), stderr=(err := StringIO()))
+    assert "no digest written" in err.getvalue() and model_server.chat_requests() == []
+
+
+def agent_org(agent: Agent) -> str:
+    return agent.call("org.get_model_calls", {}, agent.token).json["org"]

@@ -4,20 +4,18 @@ A row names its entities as written (`entities` on memory.set: "Office:BER"); a 
 say them ("the Berlin office"). An entity's summary, embedded as "<name>: <summary>" (`entity_vectors`, one per
 embedding model), lets the search find the entity a question means in other words, and through it the rows that
 mention it (retrieval/search/service.py, the entity leg). Judged for sensitivity like a value (high: stored,
-never embedded); with the org's model calls off the summary waits unembedded until embed_pending embeds it, as it
-does for every summary the served model has no vector of (after a model change too).
+never embedded); with the org's model calls off the summary waits unembedded until embed_pending embeds it.
 """
 
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from retrieval.caching import TtlCache
 from retrieval.ingest import sensitivity
 from retrieval.ingest.write import embed_texts
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 from tenancy.roles import Role
@@ -76,7 +74,7 @@ def set_summaries(scope: Scope, items: list[EntityInput]) -> list[EntityResult]:
     for result in results:
         result.embedding_pending = result.outcome != "unchanged" and result.sensitivity != "high" and not embedded
     if rows:
-        _held.put((clickhouse.target(), scope.org, scope.namespace), True)
+        reads.now_holds("entity_summaries", scope.org, scope.namespace)
     return results
 
 
@@ -126,20 +124,18 @@ def _live(scope: Scope, entities: list[str]) -> dict[str, dict]:
 
 
 def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None) -> int:
-    """Embed live summaries the served model has no vector of (their org's calls were off, or the model changed),
-    one call per (org, namespace); how many were embedded."""
-    model = get_embedder().model_name
+    """Embed live summaries stored with no vector (their org's calls were off), one call per (org, namespace);
+    how many were embedded."""
     rows = clickhouse.query(
         """
         SELECT * FROM entity_summaries FINAL
         WHERE status = 'active' AND sensitivity != 'high' AND org NOT IN {off:Array(String)}
           AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
-          AND (org, namespace, entity, version) NOT IN (
-              SELECT org, namespace, entity, version FROM entity_vectors WHERE embedding_model = {model:String})
+          AND (org, namespace, entity, version) NOT IN (SELECT org, namespace, entity, version FROM entity_vectors)
         ORDER BY version DESC
         LIMIT {batch:UInt32}
         """,
-        {"model": model, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
+        {"off": sorted(skip_orgs), "org": org, "batch": batch_size},
     )
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
@@ -156,8 +152,7 @@ def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | Non
 
 def nearest(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[str]:
     """The entities (lowercased) whose summary is closest to the query, at least `floor`, best first."""
-    target = clickhouse.target()
-    if not any(_held.get((target, org, namespace), lambda n=namespace: _holds(org, n)) for namespace in namespaces):
+    if not reads.holds_any("entity_summaries", org, namespaces):
         return []
     rows = clickhouse.query_rows(
         """
@@ -176,19 +171,3 @@ def nearest(org: str, namespaces: list[str], model: str, vector, floor: float, l
         {"org": org, "namespaces": namespaces, "model": model, "q": vector, "floor": floor, "limit": limit},
     )
     return [row[0] for row in rows]
-
-
-def _holds(org: str, namespace: str) -> bool:
-    return bool(
-        clickhouse.query_value(
-            """
-            SELECT count() > 0 FROM entity_summaries FINAL
-            WHERE org = {org:String} AND namespace = {namespace:String} AND status = 'active'
-            """,
-            {"org": org, "namespace": namespace},
-        )
-    )
-
-
-# A summary written in this process is seen at once; another process's first within 10 s.
-_held = TtlCache(10)

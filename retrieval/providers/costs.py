@@ -68,8 +68,20 @@ def accounted(org: str, namespace: str, op: str, actor: str):
     record(org, namespace, op, actor, meter)
 
 
+# Models that cost nothing upstream by nature: the local and fake ones run here; Gemini embeddings report no usage.
+_FREE = ("local:", "fake", "gemini-embedding")
+_warned: set[str] = set()
+
+
 def price(model: str, input_tokens: int, output_tokens: int) -> float:
-    price_in, price_out = PRICES.get(model, (0.0, 0.0))
+    """USD for a call. An unlisted model bills $0 and logs one warning (per model, per process): its cost is
+    unknown, not free."""
+    if model not in PRICES:
+        if not model.startswith(_FREE) and model not in _warned:
+            _warned.add(model)
+            log.warning("no price listed for %s: its calls bill $0 (retrieval/providers/costs.py PRICES)", model)
+        return 0.0
+    price_in, price_out = PRICES[model]
     return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
 
 

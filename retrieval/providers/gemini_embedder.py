@@ -18,14 +18,26 @@ class GeminiEmbedder:
         self._url = f"{settings.LOOM_GEMINI_BASE_URL.rstrip('/')}/v1beta/models/{model}:batchEmbedContents"
 
     def embed(self, text: str) -> np.ndarray:
-        return self._embed([" ".join(text.split())], settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S)[0]
+        """The query path: whitespace-normalised, bounded per attempt, then EmbedTimeout (503 EMBED_TIMEOUT)."""
+        import httpx2
+
+        bound = settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S
+        attempts = 1 + settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES
+        try:
+            return self._embed([" ".join(text.split())], bound, attempts)[0]
+        except remote.ProviderError as exc:
+            if isinstance(exc.__cause__, remote.Transient) and isinstance(
+                exc.__cause__.__cause__, httpx2.TimeoutException
+            ):
+                raise remote.EmbedTimeout(f"gemini: no embedding within {attempts} x {bound} s") from exc
+            raise
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.concatenate([self._embed(texts[at : at + remote.BATCH]) for at in range(0, len(texts), remote.BATCH)])
 
-    def _embed(self, texts: list[str], timeout: float | None = None) -> np.ndarray:
+    def _embed(self, texts: list[str], timeout: float | None = None, attempts: int | None = None) -> np.ndarray:
         import httpx2
 
         remote.guard_input(self.provider, texts, TOKEN_LIMIT)
@@ -58,4 +70,4 @@ class GeminiEmbedder:
             costs.add_embedding(self.model_name, sum(remote.estimated_tokens(text) for text in texts))
             return remote.guard_output(self.provider, vectors, len(texts), self.dim)
 
-        return remote.with_retries(self.provider, send)
+        return remote.with_retries(self.provider, send, attempts)

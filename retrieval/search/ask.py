@@ -36,7 +36,7 @@ from retrieval.errors import Refusal
 from retrieval.language import query, text
 from retrieval.providers import customer, remote
 from retrieval.providers.llm import for_model
-from retrieval.search import service, usage
+from retrieval.search import records, service, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.search.result import SearchResult
 from retrieval.store import reads
@@ -96,7 +96,20 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     )
     found = service.search(scope, wanted, op="memory.ask", run_id=run_id)
     answer = _answer(found, "abstained" if found.abstain else "retrieval_only")
-    if found.abstain or not request.allow_synthesis:
+    if not request.allow_synthesis:
+        return answer
+    outright = records.answering(found.records, request.search.query, query.analyse(request.search.query).terms)
+    if outright is not None:  # a typed record names what is asked: no model call
+        answer.update(
+            answer=outright.text,
+            source=outright.source,
+            memory_keys=[outright.record["record_key"]],
+            abstain=False,
+            abstain_code=None,
+            abstain_reason=None,
+        )
+        return answer
+    if found.abstain:
         return answer
     evidence = [hit for hit in found.hits if not hit["below_threshold"]]
     if settings.LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL:  # outside text, unattested: shown, never built on
@@ -128,6 +141,7 @@ def _answer(found: SearchResult, source: str) -> dict:
         "cited_sessions": [],
         "hits": found.hits,
         "computed": found.computed,
+        "records": found.records,
         "abstain": found.abstain,
         "abstain_code": found.abstain_code,
         "abstain_reason": found.abstain_reason,

@@ -35,6 +35,7 @@ class SearchResult:
     query_entities: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     computed: list[dict] = field(default_factory=list)  # computed evidence (retrieval/search/evidence.py)
+    records: list[dict] = field(default_factory=list)  # typed records matching the question (search/records.py)
     latency_ms: float = 0.0
     stage_ms: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""

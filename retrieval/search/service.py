@@ -31,6 +31,7 @@ from retrieval.search import (
     paging,
     rank,
     reach,
+    records,
     rerank,
     spelling,
     trace,
@@ -115,6 +116,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
     computed = [] if verdict.abstain else evidence.compute(ctx, served, _anchor(request))
+    typed = records.matching(ctx)  # beside the verdict: memory.ask may answer from a record where rows cannot
     result = SearchResult(
         hits=hits(
             served,
@@ -141,6 +143,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         query_entities=ctx.entities,
         notes=notes,
         computed=computed,
+        records=typed,
         retrieval_work={**asdict(prepared.work), **_names_work(prepared.names), "fallback": asdict(spent)},
     )
     if request.paging:

@@ -8,6 +8,7 @@ import base64
 import json
 from dataclasses import dataclass
 
+from retrieval.caching import TtlCache
 from retrieval.language.query import analyse
 from retrieval.store import clickhouse
 from tenancy.access import Scope
@@ -289,3 +290,34 @@ def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20
     for row in rows:
         row["shared"] = sorted(row["shared"])
     return rows, None
+
+
+# Tables that hold texts beside the rows (digests, entity summaries, typed records): most namespaces hold none, so a
+# search asks once whether one does (kept 10 s; a write in this process says so at once) before it reads them.
+SIDE_TABLES = ("session_summaries", "entity_summaries", "memory_records")
+_held = TtlCache(10)
+
+
+def holds_any(table: str, org: str, namespaces: list[str]) -> bool:
+    """Whether any of these namespaces has a live row in `table` (one of SIDE_TABLES)."""
+    if table not in SIDE_TABLES:
+        raise ValueError(f"{table} is not a side table")
+    target = clickhouse.target()
+
+    def read(namespace: str) -> bool:
+        return bool(
+            clickhouse.query_value(
+                f"""
+                SELECT count() > 0 FROM {table} FINAL
+                WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND status = 'active'
+                """,
+                {"org": org, "namespace": namespace},
+            )
+        )
+
+    return any(_held.get((target, table, org, namespace), lambda n=namespace: read(n)) for namespace in namespaces)
+
+
+def now_holds(table: str, org: str, namespace: str) -> None:
+    """A write just stored a live row in `table`: this process's next search reads it."""
+    _held.put((clickhouse.target(), table, org, namespace), True)

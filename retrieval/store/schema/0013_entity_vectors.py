@@ -20,9 +20,8 @@ STATEMENTS = [
     ) ENGINE = ReplacingMergeTree(version)
     ORDER BY (org, namespace, entity)
     """,
-    # Each summary's vector per embedding model ("<name>: <summary>" embedded): the model is in the key, so a
-    # model change leaves the old vectors unread until embed_pending embeds the summaries for the new one. `version`
-    # is the summary's: a vector of an older version is stale and unread.
+    # Each summary's vector per embedding model ("<name>: <summary>" embedded): the model is in the key, so after a
+    # model change the old vectors go unread. `version` is the summary's: a vector of an older version is unread.
     """
     CREATE TABLE IF NOT EXISTS entity_vectors (
         org String,
