@@ -5,15 +5,17 @@ compared as written (parameters unbound), whitespace normalised. After an intend
 `pytest tests/test_sql_snapshots.py --snapshot-update -n 0`, and review the diff of tests/__snapshots__/.
 """
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
+from retrieval.ingest import entities
 from retrieval.language.query import analyse
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.search import legs, mentions
+from retrieval.search import evidence, legs, mentions, records
 from retrieval.search.legs import Context, vector
 from retrieval.search.plan import SearchRequest, resolve
 from retrieval.search.pool import Candidate
@@ -88,3 +90,24 @@ def test_rescoring_hydrating_and_the_entity_check_send_the_statements_of_their_s
     with clickhouse.recorded() as statements:
         checked = mentions.check(ctx.org, ["default"], ctx.model, QUERY)
     assert normalised(statements) == snapshot(name="entity_check") and "Jonas Berg" in checked.found
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_the_side_reads_send_the_statements_of_their_snapshot(ctx, agent, snapshot):
+    """Computed evidence, typed records and entity summaries: each a statement of its own beside the legs."""
+    agent.call(
+        "record.set",
+        {"items": [{"record_key": "service:web-app", "record_type": "service", "fields": {"owner": "Jonas Berg"}}]},
+        agent.token,
+    )
+    agent.call("entity_summary.set", {"items": [{"entity": "Jonas Berg", "summary": "the ops lead"}]}, agent.token)
+    counting = replace(ctx, shape=analyse("How many times did Jonas Berg deploy web-app?"))
+    with clickhouse.recorded() as statements:
+        counted = evidence.compute(counting, [], datetime(2025, 6, 1, tzinfo=UTC))
+    assert normalised(statements) == snapshot(name="count") and counted[0]["value"] == 1
+    with clickhouse.recorded() as statements:
+        found = records.matching(replace(ctx, eligible=eligibility.build(SearchRequest(query=QUERY), None, None, None)))
+    assert normalised(statements) == snapshot(name="records") and found[0]["record_key"] == "service:web-app"
+    with clickhouse.recorded() as statements:
+        like = entities.nearest(ctx.org, ["default"], ctx.model, ctx.vector, 0.0, 2)
+    assert normalised(statements) == snapshot(name="entity_nearest") and like == ["jonas berg"]
