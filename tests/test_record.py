@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.store import clickhouse
 from tests.conftest import Agent
 
 ACME = {"record_key": "customer:acme", "record_type": "customer", "fields": {"plan": "Enterprise", "seats": "40"}}
@@ -97,3 +98,13 @@ def test_the_readme_example_runs(backend, openai_llm, agent):
     assert agent.call("record.set", bodies[0], agent.token).status == 201
     asked = agent.call("memory.ask", bodies[1], agent.token).json
     assert (asked["answer"], asked["source"], asked["memory_keys"]) == ("Enterprise", "record", ["customer:acme"])
+
+
+def test_an_unreadable_records_table_fails_open(backend, agent):
+    store(agent, ACME)
+    clickhouse.command("RENAME TABLE memory_records TO memory_records_away")
+    try:
+        reply = agent.search("Which plan is Acme on?")
+    finally:
+        clickhouse.command("RENAME TABLE memory_records_away TO memory_records")
+    assert reply.status == 200 and "records" in reply.json["degraded"] and reply.json["records"] == []

@@ -115,8 +115,8 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
-    computed = [] if verdict.abstain else evidence.compute(ctx, served, _anchor(request))
-    typed = records.matching(ctx)  # beside the verdict: memory.ask may answer from a record where rows cannot
+    computed = [] if verdict.abstain else _open("computed", degraded, evidence.compute, ctx, served, _anchor(request))
+    typed = _open("records", degraded, records.matching, ctx)  # beside the verdict: ask may answer from a record
     result = SearchResult(
         hits=hits(
             served,
@@ -262,6 +262,16 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
         checked = mentions.Check(checked.names, like)
     clock.lap("prepare")
     return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
+
+
+def _open(name: str, degraded: list[str], read, *args) -> list:
+    """A read beside the hits fails open, as a leg does: named in `degraded`, the search answers without it."""
+    try:
+        return read(*args)
+    except clickhouse.ClickHouseError as exc:
+        log.warning("%s failed open: %s", name, exc)
+        degraded.append(name)
+        return []
 
 
 def _names_work(checked: mentions.Check) -> dict:

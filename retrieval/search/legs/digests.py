@@ -5,8 +5,8 @@ often names it in words its session's digest shares while the turn that holds th
 reads the digests nearest the query (`session_summaries`, one per session); to a question about a session or a
 conversation as a whole (`QueryShape.overview`: "summary", "what did we discuss", "meeting", ...) it serves them
 as candidates (`source: "summary"`). Then it descends: each of the top digests pulls its session's rows nearest the query into
-the pool, with `digest` (its digest's cosine as a share of the best digest's) for the rank term
-`session_digest`.
+the pool, with `digest` (how far its digest stands above the digests not taken, up to the lead that counts as
+separated) for the rank term `session_digest`.
 
 A digest carries no type, tags, entities or dates: when the request filters on those, digests still guide the
 descent (the rows they pull in are checked against every filter) but are not served themselves.
@@ -39,13 +39,14 @@ def run(ctx: Context) -> list[Hit]:
         ORDER BY sim DESC, namespace, session_id
         LIMIT {{nearest:UInt32}}
         """,
-        ctx.params(q=ctx.vector, nearest=knobs.DIGEST_SESSIONS),
+        ctx.params(q=ctx.vector, nearest=knobs.DIGEST_SESSIONS + 1),  # one more: the level the top ones stand above
     )
+    nearest, below = nearest[: knobs.DIGEST_SESSIONS], nearest[knobs.DIGEST_SESSIONS :]
     if not nearest:
         return []
     # A digest answers a question about its session as a whole; any other question reads it only for descent.
     served = [_as_hit(digest) for digest in nearest] if ctx.shape.overview and not filters - _DIGEST_FILTERS else []
-    return served + _descent(ctx, nearest)
+    return served + _descent(ctx, nearest, below[0]["sim"] if below else 0.0)
 
 
 def _as_hit(digest: dict) -> Hit:
@@ -64,10 +65,13 @@ def _as_hit(digest: dict) -> Hit:
     return rid, {"summary_similarity": digest["sim"]}, None, meta
 
 
-def _descent(ctx: Context, nearest: list[dict]) -> list[Hit]:
-    """Each top digest's session's rows nearest the query, `digest` = its digest's cosine over the best's."""
-    best = max(nearest[0]["sim"], 1e-6)
-    share = {(d["namespace"], d["session_id"]): max(0.0, d["sim"]) / best for d in nearest}
+def _descent(ctx: Context, nearest: list[dict], level: float) -> list[Hit]:
+    """Each top digest's session's rows nearest the query, with `digest`: how far its digest stands above the first
+    digest not taken (`level`), over the lead that counts as fully separated (SEPARATION_SPAN, the verdict's). A
+    digest no nearer than the rest lifts nothing: only a session the question singles out does."""
+    share = {
+        (d["namespace"], d["session_id"]): min(1.0, max(0.0, d["sim"] - level) / knobs.SEPARATION_SPAN) for d in nearest
+    }
     rows = clickhouse.query(
         f"""
         SELECT {vector.select(ctx)}
