@@ -273,8 +273,8 @@ def main():
 
 
 def with_digests(data, queries, convs, without: "Answers", weights, nearest_counts, searcher, resamples):
-    """Load the sessions' digests through the digest write path, then measure the default search again: per
-    descent weight, with digest hits in the window (a digest is not a gold turn: it takes a slot) and without."""
+    """Load the sessions' digests through the digest write path, then measure the default search again, per descent
+    weight and number of digests descended from, per conversation too."""
     sessions = [json.loads(line) for line in (data / "sessions.jsonl").open()]
     for conv in convs:
         items = [
@@ -283,19 +283,18 @@ def with_digests(data, queries, convs, without: "Answers", weights, nearest_coun
             if s["conv"] == conv
         ]
         digests.set_digests(scope_for(conv), "bench", items)
-    shipped = (knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS)
+    shipped = (knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS)
     runs = {}
     for weight in weights or [shipped[0]]:
         for nearest in nearest_counts or [shipped[1]]:
-            for hits in (shipped[2], 0):
-                knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS = weight, nearest, hits
-                name = f"digests w={weight} n={nearest} hits={hits}"
-                runs[(weight, nearest, hits)] = Answers(name, queries, searcher())
-    knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS, knobs.DIGEST_MAX_HITS = shipped
+            knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS = weight, nearest
+            runs[(weight, nearest)] = Answers(f"digests w={weight} n={nearest}", queries, searcher())
+    knobs.DIGEST_DESCENT, knobs.DIGEST_SESSIONS = shipped
     print(f"\nsession digests ({len(sessions)} from {data.name}/sessions.jsonl): the default search again")
     print(
         f"{'':<32}{'R@10':>7}{'95% CI':>15}{'abst c0':>9}{'false ab':>9}"
         + "".join(f"{label:>13}" for label in CATEGORIES.values())
+        + "".join(f"{conv:>9}" for conv in convs)
     )
     for answers in [without, *runs.values()]:
         recall10 = answers.recall(10)
@@ -305,13 +304,14 @@ def with_digests(data, queries, convs, without: "Answers", weights, nearest_coun
             f"{answers.name:<32}{mean(recall10):>7.3f}{f'{low:.3f}-{high:.3f}':>15}{answers.abstain_rate({0}):>9.3f}"
             f"{answers.abstain_rate(set(CATEGORIES)):>9.3f}"
             + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES)
+            + "".join(f"{mean(answers.recall(10, {conv})):>9.3f}" for conv in convs)
         )
     print("leave-one-conversation-out: the weight and hits chosen on the other conversations")
     for held in convs:
         rest = [conv for conv in convs if conv != held]
         chosen = max(runs, key=lambda at: (mean(runs[at].recall(10, rest)), -at[0]))
         print(
-            f"{held:<10} w={chosen[0]} n={chosen[1]} hits={chosen[2]}: R@10 {mean(runs[chosen].recall(10, {held})):.3f}"
+            f"{held:<10} w={chosen[0]} n={chosen[1]}: R@10 {mean(runs[chosen].recall(10, {held})):.3f}"
             f" without digests {mean(without.recall(10, {held})):.3f}"
         )
 

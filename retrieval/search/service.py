@@ -115,8 +115,10 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
-    computed = [] if verdict.abstain else _open("computed", degraded, evidence.compute, ctx, served, _anchor(request))
-    typed = _open("records", degraded, records.matching, ctx)  # beside the verdict: ask may answer from a record
+    computed = (
+        [] if verdict.abstain else _fail_open("computed", degraded, evidence.compute, ctx, served, _anchor(request))
+    )
+    typed = _fail_open("records", degraded, records.matching, ctx)  # beside the verdict: ask may answer from a record
     result = SearchResult(
         hits=hits(
             served,
@@ -264,7 +266,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
 
 
-def _open(name: str, degraded: list[str], read, *args) -> list:
+def _fail_open(name: str, degraded: list[str], read, *args) -> list:
     """A read beside the hits fails open, as a leg does: named in `degraded`, the search answers without it."""
     try:
         return read(*args)

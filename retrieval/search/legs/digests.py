@@ -46,7 +46,9 @@ def run(ctx: Context) -> list[Hit]:
         return []
     # A digest answers a question about its session as a whole; any other question reads it only for descent.
     served = [_as_hit(digest) for digest in nearest] if ctx.shape.overview and not filters - _DIGEST_FILTERS else []
-    return served + _descent(ctx, nearest, below[0]["sim"] if below else 0.0)
+    # The level the top digests stand above: the first not taken; with no more digests than that, the weakest taken.
+    level = below[0]["sim"] if below else (nearest[-1]["sim"] if len(nearest) > 1 else 0.0)
+    return served + _descent(ctx, nearest, level)
 
 
 def _as_hit(digest: dict) -> Hit:
