@@ -259,6 +259,12 @@ class RetrievalDefaults(Strict):
     reinforcement_weight = Number(min_value=0, max_value=1, required=False)
     confidence_weight = Number(min_value=0, max_value=1, required=False)
     alpha = Number(min_value=0, max_value=1, required=False)
+    digest_descent = Number(
+        min_value=0,
+        max_value=1,
+        required=False,
+        help_text="The session_digest term's weight: rows of the session a question singles out by its digest.",
+    )
 
 
 class NamespaceRegister(OpInput):

@@ -285,9 +285,10 @@ _knob(
 
 DIGEST_DESCENT = _knob(
     "DIGEST_DESCENT",
-    0.05,
+    0.0,
     "rank",
-    "a row of a session whose digest is among the nearest, times its digest's cosine over the best digest's",
+    "a row of the session a question singles out by its digest (a namespace's digest_descent): off, as it gained "
+    "on one dev conversation and lost on another",
 )
 
 # --- window ------------------------------------------------------------------------------------------------------

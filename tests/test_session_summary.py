@@ -62,6 +62,8 @@ def test_digest_descent_lifts_the_rows_of_the_session_the_question_is_about(back
     query = "who is coming on the hiking trip to the Alps"
     before = [hit["memory_key"] for hit in ranker.search(query, top_k=3).json["hits"]]
     assert before.index("a:1") < before.index("b:1")  # a tie, broken by name
+    defaults = {"min_similarity": 0, "digest_descent": 0.05}  # off unless the namespace turns it on
+    ranker.call("namespace.register", {"namespace": "default", "retrieval_defaults": defaults}, ranker.token)
     summaries(
         ranker,
         {"session_id": "s-a", "summary": "A long talk about the quarterly budget review."},

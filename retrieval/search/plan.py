@@ -121,6 +121,7 @@ class Plan:
     chunk_max_share: float
     confidence_weight: float
     recency_pool_weight: float
+    digest_descent: float  # the session_digest term's weight (the namespace's retrieval_defaults, else knobs)
     reinforcement_weight: float
     rerank: str | None
     notes: tuple[str, ...] = ()
@@ -192,6 +193,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         chunk_max_share=pick("chunk_max_share"),
         confidence_weight=pick("confidence_weight"),
         recency_pool_weight=pick("recency_pool_weight", settings.LOOM_MEMORY_SEARCH_RECENCY_POOL_WEIGHT),
+        digest_descent=pick("digest_descent", knobs.DIGEST_DESCENT),
         reinforcement_weight=pick("reinforcement_weight", settings.LOOM_MEMORY_SEARCH_REINFORCEMENT_WEIGHT),
         rerank=rerank,
         notes=tuple(notes),

@@ -84,7 +84,7 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
         if newness:
             terms["recency_pool"] = plan.recency_pool_weight * newness[c.id]
         if "digest" in c.signals:  # its session's digest is among the nearest (digest descent)
-            terms["session_digest"] = knobs.DIGEST_DESCENT * c.signals["digest"]
+            terms["session_digest"] = plan.digest_descent * c.signals["digest"]
         if inputs.date is not None and plan.mode != "temporal":
             off_by_days = _days_off(row["dated_at"], inputs.date)
             terms["date"] = knobs.DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))
