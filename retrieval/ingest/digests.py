@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 KEY_PREFIX = "summary:"
 
 
+# What a write states of a digest: the same again is `unchanged`.
+_STATED = ("summary", "session_date", "user_id", "sensitivity")
+
+
 @dataclass(frozen=True)
 class DigestInput:
     session_id: str
@@ -53,17 +57,8 @@ def set_digests(scope: Scope, agent: str, items: list[DigestInput]) -> list[Dige
     for item in items:
         level, reason = sensitivity.effective(item.sensitivity, item.summary)
         previous = stored.get(item.session_id)
-        if previous and (
-            previous["summary"],
-            previous["session_date"],
-            previous["user_id"],
-            previous["sensitivity"],
-        ) == (
-            item.summary,
-            item.session_date,
-            item.user_id,
-            level,
-        ):
+        stated = (item.summary, item.session_date, item.user_id, level)
+        if previous and stated == tuple(previous[name] for name in _STATED):
             results.append(
                 DigestResult(
                     item.session_id, "unchanged", previous["version"], level, reason, previous["embedding_model"]

@@ -47,12 +47,8 @@ def set_summaries(scope: Scope, items: list[EntityInput]) -> list[EntityResult]:
         key = item.entity.lower()
         level, reason = sensitivity.effective(item.sensitivity, item.summary)
         previous = stored.get(key)
-        same = previous and (previous["name"], previous["summary"], previous["sensitivity"]) == (
-            item.entity,
-            item.summary,
-            level,
-        )
-        if same:
+        stated = (item.entity, item.summary, level)
+        if previous and stated == tuple(previous[name] for name in ("name", "summary", "sensitivity")):
             results.append(EntityResult(key, "unchanged", previous["version"], level, reason))
             continue
         row = {

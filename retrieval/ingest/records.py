@@ -48,11 +48,8 @@ def set_records(scope: Scope, items: list[RecordInput]) -> list[RecordResult]:
         line = rendered(item.record_type, item.record_key, item.fields)
         level, reason = sensitivity.effective(item.sensitivity, line)
         previous = stored.get(item.record_key)
-        if previous and (previous["record_type"], previous["fields"], previous["sensitivity"]) == (
-            item.record_type,
-            item.fields,
-            level,
-        ):
+        stated = (item.record_type, item.fields, level)
+        if previous and stated == tuple(previous[name] for name in ("record_type", "fields", "sensitivity")):
             results.append(RecordResult(item.record_key, "unchanged", previous["version"], level, reason))
             continue
         row = {
