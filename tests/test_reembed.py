@@ -122,3 +122,22 @@ def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, ca
 def test_key_only_and_delete_old_are_refused_together(db):
     with pytest.raises(CommandError, match="run them apart"):
         call_command("reembed", "--key-only", "--delete-old")
+
+
+def test_session_and_entity_summaries_are_reembedded_with_the_rows(backend, ranker, switch_model, capsys):
+    from tenancy.models import ApiToken
+
+    org = ApiToken.verify(ranker.token).org.name
+    ranker.set({"memory_key": "staff.jonas", "value": "Jonas Berg works at BER", "entities": ["Office:BER"]})
+    body = {"items": [{"entity": "Office:BER", "summary": "the Berlin office, where the company works in Berlin"}]}
+    ranker.call("entity_summary.set", body, ranker.token)
+    ranker.call(
+        "session_summary.set", {"items": [{"session_id": "s-1", "summary": "The Berlin office move"}]}, ranker.token
+    )
+    switch_model("fake-ngram-256")
+    assert "office:ber" not in ranker.search("Who works at the Berlin office?").json["query_entities"]
+    call_command("reembed", "--org", org)
+    assert "re-embedded 2 session and entity summaries with fake-ngram-256" in capsys.readouterr().out
+    assert "office:ber" in ranker.search("Who works at the Berlin office?").json["query_entities"]
+    digest = ranker.search("what did we discuss about the Berlin office move").json["hits"]
+    assert "summary:s-1" in [hit["memory_key"] for hit in digest]

@@ -105,16 +105,19 @@ def _embed(scope: Scope, rows: list[dict], users: set[str]) -> bool:
     return vectors is not None
 
 
-def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None) -> int:
-    """Embed digests stored with empty vectors (their org's model calls were off), newest first, one call per
-    (org, namespace); an org still refused keeps its stubs for a later pass. How many were embedded."""
+def embed_missing(
+    batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None, other_models: bool = False
+) -> int:
+    """Embed digests stored with empty vectors (their org's model calls were off: embed_pending), or, with
+    `other_models`, those another model embedded (reembed, after a model change); newest first, one call per
+    (org, namespace); an org still refused keeps them for a later pass. How many were embedded."""
     rows = clickhouse.query(
-        """
+        f"""
         SELECT * FROM session_summaries FINAL
-        WHERE embedding_model = {model:String} AND embedding_dim = 0 AND status = 'active'
-          AND org NOT IN {off:Array(String)} AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
+        WHERE {_OTHER_MODEL if other_models else _STUB} AND status = 'active' AND sensitivity != 'high'
+          AND org NOT IN {{off:Array(String)}} AND ({{org:Nullable(String)}} IS NULL OR org = {{org:Nullable(String)}})
         ORDER BY version DESC
-        LIMIT {batch:UInt32}
+        LIMIT {{batch:UInt32}}
         """,
         {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
     )
@@ -124,7 +127,11 @@ def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | Non
     done = 0
     for (org_name, namespace), stubs in sorted(groups.items()):
         scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=actor)
-        fresh = [{**row, "version": next_version(), "updated_at": datetime.now(UTC)} for row in stubs]
+        model = get_embedder().model_name
+        fresh = [
+            {**row, "version": next_version(), "embedding_model": model, "updated_at": datetime.now(UTC)}
+            for row in stubs
+        ]
         try:
             embedded = _embed(scope, fresh, {row["user_id"] for row in stubs})
         except customer.HOLDS as exc:
@@ -134,6 +141,10 @@ def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | Non
             clickhouse.insert("session_summaries", fresh)
             done += len(fresh)
     return done
+
+
+_STUB = "embedding_model = {model:String} AND embedding_dim = 0"
+_OTHER_MODEL = "embedding_model NOT IN ({model:String}, '')"
 
 
 def delete_digest(scope: Scope, session_id: str) -> int:

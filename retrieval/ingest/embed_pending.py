@@ -61,7 +61,7 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     try:
         rows = pending(batch_size, org)
         off = customer.switched_off_orgs()
-        done = digests.embed_stubs(batch_size, off, ACTOR, org) + entities.embed_stubs(batch_size, off, ACTOR, org)
+        done = digests.embed_missing(batch_size, off, ACTOR, org) + entities.embed_missing(batch_size, off, ACTOR, org)
     except customer.SwitchUnread as exc:
         log.warning("embed_pending holds: %s", exc)
         return 0

@@ -119,19 +119,23 @@ def _live(scope: Scope, entities: list[str]) -> dict[str, dict]:
     return {row["entity"]: row for row in rows}
 
 
-def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None) -> int:
-    """Embed live summaries stored with no vector (their org's calls were off), one call per (org, namespace);
+def embed_missing(
+    batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None, other_models: bool = False
+) -> int:
+    """Embed live summaries stored with no vector (their org's calls were off: embed_pending), or, with
+    `other_models`, with none of the served model (reembed, after a model change); one call per (org, namespace);
     how many were embedded."""
     rows = clickhouse.query(
-        """
+        f"""
         SELECT * FROM entity_summaries FINAL
-        WHERE status = 'active' AND sensitivity != 'high' AND org NOT IN {off:Array(String)}
-          AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
-          AND (org, namespace, entity, version) NOT IN (SELECT org, namespace, entity, version FROM entity_vectors)
+        WHERE status = 'active' AND sensitivity != 'high' AND org NOT IN {{off:Array(String)}}
+          AND ({{org:Nullable(String)}} IS NULL OR org = {{org:Nullable(String)}})
+          AND (org, namespace, entity, version) NOT IN (
+              SELECT org, namespace, entity, version FROM entity_vectors {_SERVED_MODEL if other_models else _ANY_MODEL})
         ORDER BY version DESC
-        LIMIT {batch:UInt32}
+        LIMIT {{batch:UInt32}}
         """,
-        {"off": sorted(skip_orgs), "org": org, "batch": batch_size},
+        {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
     )
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
@@ -144,6 +148,10 @@ def embed_stubs(batch_size: int, skip_orgs: set[str], actor: str, org: str | Non
         except customer.HOLDS as exc:
             log.warning("embed_pending holds %d entity summaries of %s/%s: %s", len(stubs), org_name, namespace, exc)
     return done
+
+
+_SERVED_MODEL = "WHERE embedding_model = {model:String}"
+_ANY_MODEL = ""
 
 
 def nearest(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[str]:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from retrieval.ingest import write
+from retrieval.ingest import digests, entities, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, vector_mirror
@@ -111,6 +111,21 @@ def run(
                 skipped += len(group)
         after = tuple(rows[-1][name] for name in IDENTITY)
         yield Progress(done, skipped, base64.urlsafe_b64encode(json.dumps(after).encode()).decode())
+
+
+ACTOR = "process:reembed"
+
+
+def texts_beside(org: str | None = None, batch_size: int = 200) -> int:
+    """Session digests and entity summaries another model embedded, embedded with the served one (a few per
+    session or entity: no resume token); how many."""
+    done, off = 0, customer.switched_off_orgs()
+    while True:
+        batch = digests.embed_missing(batch_size, off, ACTOR, org, other_models=True)
+        batch += entities.embed_missing(batch_size, off, ACTOR, org, other_models=True)
+        if not batch:
+            return done
+        done += batch
 
 
 def _groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:

@@ -71,6 +71,9 @@ class Command(BaseCommand):
             done = progress.done if progress else 0
             skipped = f"; {progress.skipped} held (model calls off or refused)" if progress and progress.skipped else ""
             self.stdout.write(f"re-embedded {done} rows with {model}{skipped}")
+            if not key_only:
+                texts = reembed.texts_beside(org, batch_size)
+                self.stdout.write(f"re-embedded {texts} session and entity summaries with {model}")
         except clickhouse.ClickHouseUnavailable as exc:
             raise CommandError(str(exc)) from exc
 
