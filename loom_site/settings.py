@@ -242,6 +242,9 @@ LOOM_WRITE_GATES_MAX_PAIRS = env.integer("LOOM_WRITE_GATES_MAX_PAIRS", 1_000_000
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean("LOOM_ADAPTIVE_THRESHOLDS", True)
 LOOM_CALIBRATION_REFRESH_SECONDS = env.number("LOOM_CALIBRATION_REFRESH_SECONDS", 60.0, minimum=0)
+# The recalibration worker (retrieval/gates/recalibration.py): the embedder probed again weekly, in the server process.
+LOOM_RECALIBRATION_ENABLED = env.boolean("LOOM_RECALIBRATION_ENABLED", True)
+LOOM_RECALIBRATION_INTERVAL_SECONDS = env.number("LOOM_RECALIBRATION_INTERVAL_SECONDS", 7 * 24 * 3600.0, minimum=0.01)
 LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean("LOOM_SEARCH_TRACE_LOG_ENABLED", False)
 # The embedded engine's in-process copy of each namespace's live vectors (retrieval/store/vector_mirror.py).
 LOOM_VECTOR_MIRROR = env.boolean("LOOM_VECTOR_MIRROR", True)
