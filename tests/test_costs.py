@@ -62,3 +62,16 @@ def test_an_unlisted_model_bills_nothing_and_warns_once(caplog):
         "no price listed for gpt-unlisted-test: its calls bill $0 (retrieval/providers/costs.py PRICES)"
     ]
     assert costs.price("gpt-4o-mini", 1_000_000, 1_000_000) == 0.15 + 0.60
+
+
+def test_a_worker_pass_is_metered_to_the_org_it_worked_for(backend, openai_embedder, model_server, agent):
+    from django.core.management import call_command
+
+    agent.call("org.set_model_calls", {"enabled": False, "reason": "audit"}, agent.token)
+    agent.set({"memory_key": "k", "value": "the offsite is in porto"})
+    agent.call("session_summary.set", {"items": [{"session_id": "s-1", "summary": "Porto offsite"}]}, agent.token)
+    agent.call("org.set_model_calls", {"enabled": True, "reason": "done"}, agent.token)
+    call_command("embed_pending")
+    passes = [event for event in events(org_of(agent)) if event["op"] == "embed_pending"]
+    assert len(passes) == 2 and all(event["embedding_calls"] >= 1 for event in passes)  # the rows', the digests'
+    assert all(event["model"] == "text-embedding-3-small" and event["upstream_cost_usd"] > 0 for event in passes)

@@ -133,7 +133,8 @@ def embed_missing(
             for row in stubs
         ]
         try:
-            embedded = _embed(scope, fresh, {row["user_id"] for row in stubs})
+            with costs.accounted(org_name, namespace, "reembed" if other_models else "embed_pending", actor):
+                embedded = _embed(scope, fresh, {row["user_id"] for row in stubs})
         except customer.HOLDS as exc:
             log.warning("embed_pending holds %d digests of %s/%s: %s", len(stubs), org_name, namespace, exc)
             continue

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from retrieval.ingest import digests, entities, write
-from retrieval.providers import customer
+from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
 from tenancy.access import Scope
@@ -73,7 +73,8 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     for (org_name, namespace), stubs in sorted(groups.items()):
         scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=ACTOR)
         try:
-            done += write.embed_stubs(scope, stubs)
+            with costs.accounted(org_name, namespace, "embed_pending", ACTOR):  # the pass's calls, on its org's bill
+                done += write.embed_stubs(scope, stubs)
         except customer.HOLDS as exc:
             log.warning("embed_pending holds %d stubs of %s/%s: %s", len(stubs), org_name, namespace, exc)
     return done

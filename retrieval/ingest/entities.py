@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from retrieval.ingest import sensitivity
 from retrieval.ingest.write import embed_texts
-from retrieval.providers import customer
+from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version
@@ -144,7 +144,8 @@ def embed_missing(
     for (org_name, namespace), stubs in sorted(groups.items()):
         scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=actor)
         try:
-            done += len(stubs) if _embed(scope, stubs) else 0
+            with costs.accounted(org_name, namespace, "reembed" if other_models else "embed_pending", actor):
+                done += len(stubs) if _embed(scope, stubs) else 0
         except customer.HOLDS as exc:
             log.warning("embed_pending holds %d entity summaries of %s/%s: %s", len(stubs), org_name, namespace, exc)
     return done

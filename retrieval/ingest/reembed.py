@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from retrieval.ingest import digests, entities, write
-from retrieval.providers import customer
+from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
@@ -105,7 +105,8 @@ def run(
                 skipped += len(group)
                 continue
             try:
-                done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
+                with costs.accounted(row_org, row_namespace, "reembed", ACTOR):  # the batch's calls, on its org's bill
+                    done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
             except customer.HOLDS as exc:  # held: left for a later run, the other orgs go on
                 log.warning("reembed holds %d rows of %s/%s: %s", len(group), row_org, row_namespace, exc)
                 skipped += len(group)

@@ -245,8 +245,9 @@ def _embed(scope: Scope, plans: list[_Plan]) -> bool:
     return True
 
 
-def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]], str | None]]) -> list[tuple]:
-    """(value, key, passages, context) -> (value vector, key vector, passage vectors), in one provider call.
+def embed_rows(embedder, rows: list[tuple[str, str | None, list[tuple[int, str]], str | None]]) -> list[tuple]:
+    """(value, key, passages, context) -> (value vector, key vector, passage vectors), in one provider call; a key of
+    None (a text with no key: a digest, an entity summary) is not embedded and its vector is None.
 
     A value's vector is its head's (LOOM_MEMORY_EMBED_HEAD_CHARS), pooled from its sentences when the embedder
     asks for that (retrieval/language/sentences.py), and for a turn with a `context` (the turn before it, `turn_contexts`)
@@ -260,18 +261,19 @@ def embed_rows(embedder, rows: list[tuple[str, str, list[tuple[int, str]], str |
         parts = sentences.pieces(head) if embedder.pools_sentences else [head]
         together = [f"{context[-head_chars:]}\n{head}"] if context else []
         spans.append((len(parts), len(together)))
-        texts += parts + together + [key] + [passage for _, passage in cut]
+        texts += parts + together + ([] if key is None else [key]) + [passage for _, passage in cut]
     vectors = embedder.embed_many(texts)
     out, at = [], 0
-    for (_, _, cut, _), (parts, together) in zip(rows, spans):
+    for (_, key, cut, _), (parts, together) in zip(rows, spans):
         head = sentences.pooled(vectors[at : at + parts])
         at += parts
         if together:
             blend = head + knobs.CONTEXT_WEIGHT * vectors[at]
             head = blend / (np.linalg.norm(blend) or 1.0)
             at += 1
-        out.append((head, vectors[at], vectors[at + 1 : at + 1 + len(cut)]))
-        at += 1 + len(cut)
+        keyed = key is not None
+        out.append((head, vectors[at] if keyed else None, vectors[at + keyed : at + keyed + len(cut)]))
+        at += keyed + len(cut)
     return out
 
 
@@ -283,7 +285,7 @@ def embed_texts(scope: Scope, op: str, texts: list[str], users: set[str]) -> lis
     user = next(iter(users)) if len(users) == 1 else ""
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, op, user):
-            return [vector for vector, _, _ in embed_rows(get_embedder(), [(text, "", [], None) for text in texts])]
+            return [vector for vector, _, _ in embed_rows(get_embedder(), [(text, None, [], None) for text in texts])]
     except customer.SWITCHED as exc:
         log.info("%s: %d texts wait unembedded: %s", op, len(texts), exc)
         return None
