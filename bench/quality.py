@@ -3,6 +3,7 @@ bootstrap confidence intervals, and the abstain rates.
 
     .venv/bin/python bench/quality.py [--data ../shared/data/locomo-dev] [--modes semantic hybrid ...]
                                       [--alphas 0.15 0.25 0.35 0.5] [--resamples 1000]
+                                      [--digests [WEIGHT ...] [--digest-sessions N ...]]
 
 Each conversation goes into its own namespace (one memory per dialogue turn,
 valid_at = the session's date, the speaker as entity), through the service
@@ -21,6 +22,8 @@ Reported:
   others (the grid `--alphas`), recall@10 of the held-out conversation with its
   interval, against the BM25 reference on the same questions (the issue's bar:
   BM25 + 25% on every fold);
+- with `--digests`: the split's sessions.jsonl written through session_summary.set after the rest, and the
+  default search measured again per digest-descent weight, per category and per conversation;
 - `default`: what a request that names no mode gets (LOOM_MEMORY_SEARCH_DEFAULT_MODE
   and _ALPHA of this process: `make run` ships hybrid).
 Baseline in the same run: plain BM25 (k1 1.2, b 0.75, lowercase word tokens,
@@ -177,7 +180,7 @@ def main():
         type=float,
         metavar="WEIGHT",
         help="then load sessions.jsonl's digests (session_summary.set) and measure again, with these weights of "
-        "the session_digest term (default: the shipped one) and with or without digest hits in the window",
+        "the session_digest term (default: the shipped one), per conversation too",
     )
     args = parser.parse_args()
     data = Path(args.data)
@@ -306,7 +309,7 @@ def with_digests(data, queries, convs, without: "Answers", weights, nearest_coun
             + "".join(f"{per.get(cat, float('nan')):>13.3f}" for cat in CATEGORIES)
             + "".join(f"{mean(answers.recall(10, {conv})):>9.3f}" for conv in convs)
         )
-    print("leave-one-conversation-out: the weight and hits chosen on the other conversations")
+    print("leave-one-conversation-out: the weight and number of digests chosen on the other conversations")
     for held in convs:
         rest = [conv for conv in convs if conv != held]
         chosen = max(runs, key=lambda at: (mean(runs[at].recall(10, rest)), -at[0]))
