@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from retrieval.ingest import sensitivity
-from retrieval.ingest.write import embed_texts
+from retrieval.ingest import passes, sensitivity
+from retrieval.ingest.write import embed_texts, retire_side
 from retrieval.providers import costs, customer, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads
@@ -52,7 +52,7 @@ class DigestResult:
 
 def set_digests(scope: Scope, agent: str, items: list[DigestInput]) -> list[DigestResult]:
     """Store a batch of digests, all or nothing; an unchanged digest is left as it is."""
-    stored = _live(scope, [item.session_id for item in items])
+    stored = reads.live_side("session_summaries", scope, [item.session_id for item in items])
     now, results, rows, todo = datetime.now(UTC), [], [], []
     for item in items:
         level, reason = sensitivity.effective(item.sensitivity, item.summary)
@@ -121,27 +121,17 @@ def embed_missing(
         """,
         {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
     )
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["org"], row["namespace"]), []).append(row)
-    done = 0
-    for (org_name, namespace), stubs in sorted(groups.items()):
-        scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=actor)
-        model = get_embedder().model_name
-        fresh = [
-            {**row, "version": next_version(), "embedding_model": model, "updated_at": datetime.now(UTC)}
-            for row in stubs
-        ]
-        try:
-            with costs.accounted(org_name, namespace, "reembed" if other_models else "embed_pending", actor):
-                embedded = _embed(scope, fresh, {row["user_id"] for row in stubs})
-        except customer.HOLDS as exc:
-            log.warning("embed_pending holds %d digests of %s/%s: %s", len(stubs), org_name, namespace, exc)
-            continue
-        if embedded:
-            clickhouse.insert("session_summaries", fresh)
-            done += len(fresh)
-    return done
+    model = get_embedder().model_name
+
+    def embed(scope: Scope, stubs: list[dict]) -> int:
+        now = datetime.now(UTC)
+        fresh = [{**row, "version": next_version(), "embedding_model": model, "updated_at": now} for row in stubs]
+        if not _embed(scope, fresh, {row["user_id"] for row in stubs}):
+            return 0
+        clickhouse.insert("session_summaries", fresh)
+        return len(fresh)
+
+    return passes.each_namespace(rows, "reembed" if other_models else "embed_pending", actor, embed, "digests")[0]
 
 
 _STUB = "embedding_model = {model:String} AND embedding_dim = 0"
@@ -150,25 +140,7 @@ _OTHER_MODEL = "embedding_model NOT IN ({model:String}, '')"
 
 def delete_digest(scope: Scope, session_id: str) -> int:
     """Retire a session's digest; returns how many were live (0 or 1)."""
-    previous = _live(scope, [session_id]).get(session_id)
-    if previous is None:
-        return 0
-    now = datetime.now(UTC)
-    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject, "updated_at": now}
-    clickhouse.insert("session_summaries", [gone])
-    return 1
-
-
-def _live(scope: Scope, session_ids: list[str]) -> dict[str, dict]:
-    rows = clickhouse.query(
-        """
-        SELECT * FROM session_summaries FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String} AND session_id IN {sessions:Array(String)}
-          AND status = 'active'
-        """,
-        {"org": scope.org, "namespace": scope.namespace, "sessions": session_ids},
-    )
-    return {row["session_id"]: row for row in rows}
+    return retire_side("session_summaries", scope, session_id)
 
 
 # --- summarize_sessions: digests an LLM writes for sessions that have none ---------------------------------------

@@ -13,17 +13,15 @@ org's model calls come back on, and every LOOM_EMBEDDING_WORKER_INTERVAL_S.
 
 import logging
 import threading
-from collections import defaultdict
 
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import digests, entities, write
-from retrieval.providers import costs, customer
+from retrieval.ingest import digests, entities, passes, write
+from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
 from tenancy.access import Scope
-from tenancy.roles import Role
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +63,11 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     except customer.SwitchUnread as exc:
         log.warning("embed_pending holds: %s", exc)
         return 0
-    groups = defaultdict(list)
-    for row in rows:
-        groups[(row["org"], row["namespace"])].append(
-            (row["memory_key"], row["agent"], row["session_id"], row["version"])
-        )
-    for (org_name, namespace), stubs in sorted(groups.items()):
-        scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=ACTOR)
-        try:
-            with costs.accounted(org_name, namespace, "embed_pending", ACTOR):  # the pass's calls, on its org's bill
-                done += write.embed_stubs(scope, stubs)
-        except customer.HOLDS as exc:
-            log.warning("embed_pending holds %d stubs of %s/%s: %s", len(stubs), org_name, namespace, exc)
-    return done
+
+    def embed(scope: Scope, group: list[dict]) -> int:
+        return write.embed_stubs(scope, [(r["memory_key"], r["agent"], r["session_id"], r["version"]) for r in group])
+
+    return done + passes.each_namespace(rows, "embed_pending", ACTOR, embed, "stubs")[0]
 
 
 class _Worker:

@@ -7,20 +7,15 @@ mention it (retrieval/search/service.py, the entity leg). Judged for sensitivity
 never embedded); with the org's model calls off the summary waits unembedded until embed_pending embeds it.
 """
 
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from retrieval.ingest import sensitivity
-from retrieval.ingest.write import embed_texts
-from retrieval.providers import costs, customer
+from retrieval.ingest import passes, sensitivity
+from retrieval.ingest.write import embed_texts, retire_side
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
-from tenancy.roles import Role
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,7 +36,7 @@ class EntityResult:
 
 
 def set_summaries(scope: Scope, items: list[EntityInput]) -> list[EntityResult]:
-    stored = _live(scope, [item.entity.lower() for item in items])
+    stored = reads.live_side("entity_summaries", scope, [item.entity.lower() for item in items])
     now, results, rows = datetime.now(UTC), [], []
     for item in items:
         key = item.entity.lower()
@@ -99,24 +94,7 @@ def _embed(scope: Scope, rows: list[dict]) -> bool:
 
 def delete_summary(scope: Scope, entity: str) -> int:
     """Retire an entity's summary (its vectors go unread); how many were live (0 or 1)."""
-    previous = _live(scope, [entity.lower()]).get(entity.lower())
-    if previous is None:
-        return 0
-    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject}
-    clickhouse.insert("entity_summaries", [{**gone, "updated_at": datetime.now(UTC)}])
-    return 1
-
-
-def _live(scope: Scope, entities: list[str]) -> dict[str, dict]:
-    rows = clickhouse.query(
-        """
-        SELECT * FROM entity_summaries FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String} AND entity IN {entities:Array(String)}
-          AND status = 'active'
-        """,
-        {"org": scope.org, "namespace": scope.namespace, "entities": entities},
-    )
-    return {row["entity"]: row for row in rows}
+    return retire_side("entity_summaries", scope, entity.lower())
 
 
 def embed_missing(
@@ -137,18 +115,10 @@ def embed_missing(
         """,
         {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
     )
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["org"], row["namespace"]), []).append(row)
-    done = 0
-    for (org_name, namespace), stubs in sorted(groups.items()):
-        scope = Scope(org=org_name, namespace=namespace, role=Role.ADMIN, subject=actor)
-        try:
-            with costs.accounted(org_name, namespace, "reembed" if other_models else "embed_pending", actor):
-                done += len(stubs) if _embed(scope, stubs) else 0
-        except customer.HOLDS as exc:
-            log.warning("embed_pending holds %d entity summaries of %s/%s: %s", len(stubs), org_name, namespace, exc)
-    return done
+    op = "reembed" if other_models else "embed_pending"
+    return passes.each_namespace(
+        rows, op, actor, lambda scope, stubs: len(stubs) if _embed(scope, stubs) else 0, "entity summaries"
+    )[0]
 
 
 _SERVED_MODEL = "WHERE embedding_model = {model:String}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from retrieval.ingest import sensitivity
+from retrieval.ingest.write import retire_side
 from retrieval.language import text
 from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version
@@ -42,7 +43,7 @@ def rendered(record_type: str, record_key: str, fields: dict[str, str]) -> str:
 
 
 def set_records(scope: Scope, items: list[RecordInput]) -> list[RecordResult]:
-    stored = _live(scope, [item.record_key for item in items])
+    stored = reads.live_side("memory_records", scope, [item.record_key for item in items])
     now, results, rows = datetime.now(UTC), [], []
     for item in items:
         line = rendered(item.record_type, item.record_key, item.fields)
@@ -76,21 +77,4 @@ def set_records(scope: Scope, items: list[RecordInput]) -> list[RecordResult]:
 
 
 def delete_record(scope: Scope, record_key: str) -> int:
-    previous = _live(scope, [record_key]).get(record_key)
-    if previous is None:
-        return 0
-    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject}
-    clickhouse.insert("memory_records", [{**gone, "updated_at": datetime.now(UTC)}])
-    return 1
-
-
-def _live(scope: Scope, keys: list[str]) -> dict[str, dict]:
-    rows = clickhouse.query(
-        """
-        SELECT * FROM memory_records FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String} AND record_key IN {keys:Array(String)}
-          AND status = 'active'
-        """,
-        {"org": scope.org, "namespace": scope.namespace, "keys": keys},
-    )
-    return {row["record_key"]: row for row in rows}
+    return retire_side("memory_records", scope, record_key)

@@ -11,17 +11,14 @@ for later), and each batch ends with a resume token.
 
 import base64
 import json
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from retrieval.ingest import digests, entities, write
-from retrieval.providers import costs, customer
+from retrieval.ingest import digests, entities, passes, write
+from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
-
-log = logging.getLogger(__name__)
 
 IDENTITY = ("org", *IDENTITY_COLUMNS)
 AFTER_TYPE = "Tuple(String, String, String, String, String, UInt64)"
@@ -85,6 +82,7 @@ def run(
     served = get_embedder()
     after = tuple(json.loads(base64.urlsafe_b64decode(resume))) if resume else START
     done = skipped = 0
+    redo = _rekey if key_only else _reembed
     while True:
         rows = clickhouse.query(
             f"""
@@ -100,16 +98,14 @@ def run(
         if not rows:
             return
         off = customer.switched_off_orgs()
-        for (row_org, row_namespace), group in _groups(rows).items():
-            if row_org in off:
-                skipped += len(group)
-                continue
-            try:
-                with costs.accounted(row_org, row_namespace, "reembed", ACTOR):  # the batch's calls, on its org's bill
-                    done += (_rekey if key_only else _reembed)(served, row_org, row_namespace, group)
-            except customer.HOLDS as exc:  # held: left for a later run, the other orgs go on
-                log.warning("reembed holds %d rows of %s/%s: %s", len(group), row_org, row_namespace, exc)
-                skipped += len(group)
+        skipped += sum(row["org"] in off for row in rows)
+        worked, held = passes.each_namespace(
+            [row for row in rows if row["org"] not in off],
+            "reembed",
+            ACTOR,
+            lambda scope, group: redo(served, scope.org, scope.namespace, group),
+        )
+        done, skipped = done + worked, skipped + held
         after = tuple(rows[-1][name] for name in IDENTITY)
         yield Progress(done, skipped, base64.urlsafe_b64encode(json.dumps(after).encode()).decode())
 
@@ -127,13 +123,6 @@ def texts_beside(org: str | None = None, batch_size: int = 200) -> int:
         if not batch:
             return done
         done += batch
-
-
-def _groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["org"], row["namespace"]), []).append(row)
-    return groups
 
 
 def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:

@@ -21,7 +21,7 @@ from retrieval.ingest import sensitivity, write_gates
 from retrieval.language import chunking, sentences, text
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse, reads, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
 from tenancy.access import Scope
 
@@ -543,6 +543,17 @@ def _active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
 
 
 # --- memory.delete ------------------------------------------------------------
+
+
+def retire_side(table: str, scope: Scope, key: str) -> int:
+    """Retire the live version of `key` in a side table (a digest, an entity summary, a record) with a newer one
+    of status 'deleted'; how many were live (0 or 1)."""
+    previous = reads.live_side(table, scope, [key]).get(key)
+    if previous is None:
+        return 0
+    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject}
+    clickhouse.insert(table, [{**gone, "updated_at": datetime.now(UTC)}])
+    return 1
 
 
 def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> int:

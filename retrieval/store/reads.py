@@ -292,16 +292,37 @@ def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20
     return rows, None
 
 
-# Tables that hold texts beside the rows (digests, entity summaries, typed records): most namespaces hold none, so a
-# search asks once whether one does (kept 10 s; a write in this process says so at once) before it reads them.
-SIDE_TABLES = ("session_summaries", "entity_summaries", "memory_records")
+# Tables that hold texts beside the rows (digests, entity summaries, typed records), each with the column that
+# names one (one live version per name). Most namespaces hold none, so a search asks once whether one does (kept
+# 10 s; a write in this process says so at once) before it reads them.
+SIDE_KEYS = {"session_summaries": "session_id", "entity_summaries": "entity", "memory_records": "record_key"}
 _held = TtlCache(10)
 
 
-def holds_any(table: str, org: str, namespaces: list[str]) -> bool:
-    """Whether any of these namespaces has a live row in `table` (one of SIDE_TABLES)."""
-    if table not in SIDE_TABLES:
+def _side(table: str) -> str:
+    """`table`'s key column, refusing a table that is not a side table (names reach SQL only from SIDE_KEYS)."""
+    if table not in SIDE_KEYS:
         raise ValueError(f"{table} is not a side table")
+    return SIDE_KEYS[table]
+
+
+def live_side(table: str, scope: Scope, keys: list[str]) -> dict[str, dict]:
+    """The live versions of these names in `table` (a side table), by name."""
+    column = _side(table)
+    rows = clickhouse.query(
+        f"""
+        SELECT * FROM {table} FINAL
+        WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND {column} IN {{keys:Array(String)}}
+          AND status = 'active'
+        """,
+        _params(scope, keys=keys),
+    )
+    return {row[column]: row for row in rows}
+
+
+def holds_any(table: str, org: str, namespaces: list[str]) -> bool:
+    """Whether any of these namespaces has a live row in `table` (a side table)."""
+    _side(table)
     target = clickhouse.target()
 
     def read(namespace: str) -> bool:
