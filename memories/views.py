@@ -99,6 +99,11 @@ class OpView(APIView):
     def answer(self, payload, serializer=None, status=200) -> Response:
         return Response((serializer or self.response_serializer)(payload).data, status=status)
 
+    def answer_written(self, results: list, serializer=None) -> Response:
+        """A write batch's results: 201 when it created something, else 200."""
+        status = 201 if any(result.outcome == "created" for result in results) else 200
+        return self.answer({"items": results, "count": len(results)}, serializer, status)
+
 
 class MemorySet(OpView):
     op = "memory.set"
@@ -125,11 +130,9 @@ class MemorySet(OpView):
         batch = data.pop("items", None)
         items = [write.MemoryInput(agent=agent, **dict(item)) for item in (batch or [data])]
         results = write.set_memories(scope, items, overwrite_pinned=overwrite)
-        created = any(result.outcome == "created" for result in results)
         if batch is None:
-            return self.answer(results[0], outputs.WriteResultOut, 201 if created else 200)
-        payload = {"items": results, "count": len(results)}
-        return self.answer(payload, outputs.MemorySetBatchOut, 201 if created else 200)
+            return self.answer(results[0], outputs.WriteResultOut, 201 if results[0].outcome == "created" else 200)
+        return self.answer_written(results, outputs.MemorySetBatchOut)
 
 
 class SessionSummarySet(OpView):
@@ -141,8 +144,7 @@ class SessionSummarySet(OpView):
     def run(self, scope, data):
         items = [digests.DigestInput(**dict(item)) for item in data["items"]]
         results = digests.set_digests(scope, data["agent"], items)
-        created = any(result.outcome == "created" for result in results)
-        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+        return self.answer_written(results)
 
 
 class SessionSummaryDelete(OpView):
@@ -165,8 +167,7 @@ class EntitySummarySet(OpView):
 
     def run(self, scope, data):
         results = entities.set_summaries(scope, [entities.EntityInput(**dict(item)) for item in data["items"]])
-        created = any(result.outcome == "created" for result in results)
-        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+        return self.answer_written(results)
 
 
 class EntitySummaryDelete(OpView):
@@ -188,8 +189,7 @@ class RecordSet(OpView):
 
     def run(self, scope, data):
         results = records.set_records(scope, [records.RecordInput(**dict(item)) for item in data["items"]])
-        created = any(result.outcome == "created" for result in results)
-        return self.answer({"items": results, "count": len(results)}, status=201 if created else 200)
+        return self.answer_written(results)
 
 
 class RecordDelete(OpView):
