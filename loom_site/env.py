@@ -101,6 +101,21 @@ def check_identity_headers(raw: str, gateway_hosts: list[str]) -> None:
         raise ImproperlyConfigured("LOOM_INFERENCE_IDENTITY_HEADERS_JSON needs LOOM_INFERENCE_GATEWAY_HOSTS")
 
 
+def check_feature_map(raw: str) -> None:
+    """LOOM_INFERENCE_FEATURE_MAP_JSON: an object of Loom's feature name -> the gateway's."""
+    if not raw:
+        return
+    names = _json("LOOM_INFERENCE_FEATURE_MAP_JSON", raw)
+    if not isinstance(names, dict) or not all(isinstance(v, str) and v for v in names.values()):
+        raise ImproperlyConfigured("LOOM_INFERENCE_FEATURE_MAP_JSON must map feature names to non-empty strings")
+
+
+def check_customer_required(required: bool, header: str) -> None:
+    """LOOM_INFERENCE_CUSTOMER_REQUIRED: a cell serving several customers does not start without the header."""
+    if required and not header:
+        raise ImproperlyConfigured("LOOM_INFERENCE_CUSTOMER_REQUIRED is set: LOOM_INFERENCE_CUSTOMER_HEADER must be too")
+
+
 def check_refusals(raw: str) -> None:
     """LOOM_INFERENCE_IDENTITY_REFUSALS_JSON: {"refused": [...], "wait": [...]}, each entry a status and a match."""
     table = _json("LOOM_INFERENCE_IDENTITY_REFUSALS_JSON", raw)

@@ -193,6 +193,10 @@ LOOM_LLM_ANTHROPIC_EFFORT = env.string("LOOM_LLM_ANTHROPIC_EFFORT")
 LOOM_INFERENCE_CUSTOMER_HEADER = env.string("LOOM_INFERENCE_CUSTOMER_HEADER")
 LOOM_INFERENCE_FEATURE_HEADER = env.string("LOOM_INFERENCE_FEATURE_HEADER")
 LOOM_INFERENCE_CUSTOMER_FORMAT = env.string("LOOM_INFERENCE_CUSTOMER_FORMAT", "{org}")
+# Loom's feature names (memory.search, hyde, embed_pending, ...) -> the gateway's; a name not listed goes as is.
+LOOM_INFERENCE_FEATURE_MAP_JSON = env.string("LOOM_INFERENCE_FEATURE_MAP_JSON")
+# A cell serving several customers: it does not start unless every model call names its customer.
+LOOM_INFERENCE_CUSTOMER_REQUIRED = env.boolean("LOOM_INFERENCE_CUSTOMER_REQUIRED", False)
 LOOM_INFERENCE_SYSTEM_CUSTOMER = env.string("LOOM_INFERENCE_SYSTEM_CUSTOMER", "loom")
 LOOM_INFERENCE_IDENTITY_HEADERS_JSON = env.string("LOOM_INFERENCE_IDENTITY_HEADERS_JSON")
 LOOM_INFERENCE_GATEWAY_HOSTS = env.strings("LOOM_INFERENCE_GATEWAY_HOSTS")
@@ -211,7 +215,11 @@ LOOM_INFERENCE_IDENTITY_REFUSALS_JSON = env.string(
         }
     ),
 )
+# After the gateway refuses an identity, a background job's calls for it are held this long, nothing sent.
+LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS = env.number("LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS", 60.0, minimum=0)
 env.check_refusals(LOOM_INFERENCE_IDENTITY_REFUSALS_JSON)
+env.check_feature_map(LOOM_INFERENCE_FEATURE_MAP_JSON)
+env.check_customer_required(LOOM_INFERENCE_CUSTOMER_REQUIRED, LOOM_INFERENCE_CUSTOMER_HEADER)
 env.check_identity_headers(LOOM_INFERENCE_IDENTITY_HEADERS_JSON, LOOM_INFERENCE_GATEWAY_HOSTS)
 # LLM-free reads: no search makes an LLM call (no HyDE), whatever its recipe or budget.
 LOOM_READS_LLM_FREE = env.boolean("LOOM_READS_LLM_FREE", False)

@@ -209,6 +209,14 @@ def _no_provider_failures_from_earlier_tests():
 
 
 @pytest.fixture(autouse=True)
+def _no_identity_held_by_earlier_tests():
+    """A gateway's refusal holds a job's calls for that identity; each test starts with none held."""
+    from retrieval.providers import customer
+
+    customer.forget_holds()
+
+
+@pytest.fixture(autouse=True)
 def _no_copies_from_earlier_tests():
     """Each test reads namespace configs, gates and noise levels afresh, not an earlier test's copies."""
     caching.forget_all()

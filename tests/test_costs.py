@@ -64,6 +64,24 @@ def test_an_unlisted_model_bills_nothing_and_warns_once(caplog):
     assert costs.price("gpt-4o-mini", 1_000_000, 1_000_000) == 0.15 + 0.60
 
 
+def test_a_prompts_cached_part_bills_at_the_cache_rate():
+    per_million = 1_000_000
+    assert costs.price("gpt-4.1", per_million, 0, cached_input=per_million) == pytest.approx(2.00 * 0.25)
+    # Claude: a cache write costs 1.25 times input, a read 0.1 times; the rest of the prompt bills as input.
+    assert costs.price(
+        "claude-sonnet-4-20250514", 3 * per_million, per_million, cached_input=per_million, cache_write=per_million
+    ) == pytest.approx(3.00 * (1 + 0.1 + 1.25) + 15.00)
+
+
+def test_a_claude_call_bills_its_cache_write_through_the_sdk(backend, anthropic_llm, model_server, monkeypatch):
+    monkeypatch.setitem(costs.PRICES, "claude-test", costs.Price(3.00, 15.00, cache_read=0.1, cache_write=1.25))
+    with costs.metered() as meter, customer.for_org(f"meter-{uuid.uuid4().hex[:8]}"):
+        result = anthropic_llm().complete("answer briefly", "what is the deploy window?")
+    assert (result.input_tokens, result.cache_write_tokens) == (7, 2)  # 5 plain, 2 written to Claude's cache
+    assert meter.input_tokens == 7
+    assert meter.cost_usd == pytest.approx((5 * 3.00 + 2 * 3.00 * 1.25 + result.output_tokens * 15.00) / 1e6)
+
+
 def test_a_worker_pass_is_metered_to_the_org_it_worked_for(backend, openai_embedder, model_server, agent):
     from django.core.management import call_command
 

@@ -1,5 +1,7 @@
 """A gateway's refusal of one identity is not an outage: 403 MODEL_CALL_REFUSED / 503 MODEL_CALL_DEFERRED."""
 
+import time
+
 import pytest
 
 from retrieval.providers import customer
@@ -45,3 +47,76 @@ def test_an_unlisted_answer_from_the_gateway_is_the_providers(backend, gateway, 
     model_server.script(Answer(403, code="token_unavailable"))  # the gateway's own failure: health must see it
     reply = agent.call("memory.set", {"memory_key": "k", "value": "v"}, agent.token)
     assert (reply.status, reply.error) == (503, "EMBEDDER_UNAVAILABLE")
+
+
+def summarize(org) -> None:
+    from retrieval.ingest import digests
+
+    digests.summarize_sessions(org.name)
+
+
+def test_a_jobs_calls_for_a_refused_identity_are_held_for_the_cooldown(backend, gateway, model_server, alice, agent, settings):
+    agent.set({"memory_key": "standup", "value": "the standup moved to 9:30", "session_id": "s1"})
+    settings.LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS = 0.5
+    model_server.script(Answer(402, code="budget_exceeded"))
+    summarize(alice)
+    summarize(alice)  # held: refused here, nothing sent
+    assert len(model_server.chat_requests()) == 1
+    deadline = time.monotonic() + 5
+    while not model_server.chat_requests()[1:] and time.monotonic() < deadline:  # the cooldown ends: asked again
+        time.sleep(0.1)
+        summarize(alice)
+    assert len(model_server.chat_requests()) == 2
+
+
+def test_a_wait_holds_a_job_for_the_retry_after_and_a_request_still_asks(backend, gateway, model_server, alice, agent, settings):
+    agent.set({"memory_key": "standup", "value": "the standup moved to 9:30", "session_id": "s1"})
+    model_server.script(Answer(429, code="agent_request_limit", retry_after="60"))
+    summarize(alice)
+    summarize(alice)
+    assert len(model_server.chat_requests()) == 1  # held for the Retry-After
+    with customer.for_org(alice.name, "default", feature="hyde"):
+        gateway().complete("s", "u")  # a request asks, and its success ends the hold
+    summarize(alice)
+    assert len(model_server.chat_requests()) == 3
+
+
+def test_a_hold_is_one_identitys(backend, gateway, model_server):
+    """Another org's job goes on while one is held."""
+    model_server.script(Answer(402, code="budget_exceeded"))
+    with pytest.raises(customer.GatewayRefused), customer.job(), customer.for_org("acme-held"):
+        gateway().complete("s", "u")
+    with customer.job(), customer.for_org("acme-held"):
+        with pytest.raises(customer.GatewayRefused, match="held, nothing sent"):
+            gateway().complete("s", "u")
+    with customer.job(), customer.for_org("acme-other"):
+        gateway().complete("s", "u")
+    assert [seen.headers["x-loom-customer"] for seen in model_server.chat_requests()] == ["acme-held", "acme-other"]
+
+
+def test_feature_names_are_mapped_to_the_gateways(backend, gateway, model_server, settings):
+    settings.LOOM_INFERENCE_FEATURE_HEADER = "X-Feature"
+    settings.LOOM_INFERENCE_FEATURE_MAP_JSON = '{"memory.ask": "loom-answers"}'
+    for feature in ("memory.ask", "hyde"):
+        with customer.for_org("acme-features", feature=feature):
+            gateway().complete("s", f"u {feature}")
+    assert [seen.headers["x-feature"] for seen in model_server.chat_requests()] == ["loom-answers", "hyde"]
+
+
+@pytest.mark.parametrize(
+    ("check", "args", "says"),
+    [
+        ("check_customer_required", (True, ""), "LOOM_INFERENCE_CUSTOMER_HEADER must be too"),
+        ("check_feature_map", ("[1]",), "LOOM_INFERENCE_FEATURE_MAP_JSON must map"),
+        ("check_feature_map", ('{"hyde": ""}',), "LOOM_INFERENCE_FEATURE_MAP_JSON must map"),
+        ("check_feature_map", ("{not json",), "LOOM_INFERENCE_FEATURE_MAP_JSON is not JSON"),
+    ],
+)
+def test_a_gateway_setting_that_cannot_work_stops_the_boot(check, args, says):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from loom_site import env
+
+    with pytest.raises(ImproperlyConfigured, match=says):
+        getattr(env, check)(*args)
+    env.check_customer_required(True, "X-Loom-Customer")  # with the header it starts

@@ -172,7 +172,7 @@ def summarize_sessions(org: str | None = None, namespace: str | None = None, lim
         for session_id in session_ids:
             notes = _notes(scope, session_id)
             try:
-                with costs.accounted(org_name, namespace_name, "summarize_sessions", ACTOR):
+                with costs.accounted(org_name, namespace_name, "summarize_sessions", ACTOR), customer.job():
                     with customer.for_org(org_name, namespace_name, ACTOR, "summarize_sessions"):
                         summary = llm.get_llm().complete(SUMMARY_PROMPT, notes["text"], max_tokens=400).text.strip()
                     if summary:

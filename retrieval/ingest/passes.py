@@ -28,7 +28,7 @@ def each_namespace(
     for (org, namespace), group in by_namespace(rows).items():
         scope = Scope(org=org, namespace=namespace, role=Role.ADMIN, subject=actor)
         try:
-            with costs.accounted(org, namespace, op, actor):
+            with costs.accounted(org, namespace, op, actor), customer.job():
                 done += work(scope, group)
         except customer.HOLDS as exc:  # held: left for a later pass, the other namespaces go on
             log.warning("%s holds %d %s of %s/%s: %s", op, len(group), what, org, namespace, exc)

@@ -12,19 +12,36 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NamedTuple
 
 from retrieval.store import clickhouse
 
+if TYPE_CHECKING:
+    from retrieval.providers.llm import LLMResult
+
 log = logging.getLogger(__name__)
 
-# USD per million tokens: (input, output). Models not listed (local, fake) cost nothing upstream.
+
+class Price(NamedTuple):
+    """USD per million tokens. A prompt's cached part bills `cache_read` times the input price, the part written
+    to the provider's cache `cache_write` times it (Anthropic's cache writes cost more than plain input)."""
+
+    input: float
+    output: float
+    cache_read: float = 1.0
+    cache_write: float = 1.0
+
+
+# Published list prices. Models not listed (local, fake) cost nothing upstream; an unlisted other warns once.
 PRICES = {
-    "text-embedding-3-small": (0.02, 0.0),
-    "text-embedding-3-large": (0.13, 0.0),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
+    "text-embedding-3-small": Price(0.02, 0.0),
+    "text-embedding-3-large": Price(0.13, 0.0),
+    "gpt-4o-mini": Price(0.15, 0.60, cache_read=0.5),
+    "gpt-4o": Price(2.50, 10.00, cache_read=0.5),
+    "gpt-4.1-mini": Price(0.40, 1.60, cache_read=0.25),
+    "gpt-4.1": Price(2.00, 8.00, cache_read=0.25),
+    "claude-3-5-haiku-20241022": Price(0.80, 4.00, cache_read=0.1, cache_write=1.25),
+    "claude-sonnet-4-20250514": Price(3.00, 15.00, cache_read=0.1, cache_write=1.25),
 }
 
 
@@ -73,16 +90,18 @@ _FREE = ("local:", "fake", "gemini-embedding")
 _warned: set[str] = set()
 
 
-def price(model: str, input_tokens: int, output_tokens: int) -> float:
-    """USD for a call. An unlisted model bills $0 and logs one warning (per model, per process): its cost is
-    unknown, not free."""
+def price(model: str, input_tokens: int, output_tokens: int, cached_input: int = 0, cache_write: int = 0) -> float:
+    """USD for a call; `input_tokens` counts the whole prompt, its cached and cache-written parts included. An
+    unlisted model bills $0 and logs one warning (per model, per process): its cost is unknown, not free."""
     if model not in PRICES:
         if not model.startswith(_FREE) and model not in _warned:
             _warned.add(model)
             log.warning("no price listed for %s: its calls bill $0 (retrieval/providers/costs.py PRICES)", model)
         return 0.0
-    price_in, price_out = PRICES[model]
-    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+    rate = PRICES[model]
+    plain = input_tokens - cached_input - cache_write
+    prompt = plain + cached_input * rate.cache_read + cache_write * rate.cache_write
+    return (prompt * rate.input + output_tokens * rate.output) / 1_000_000
 
 
 def add_embedding(model: str, tokens: int) -> None:
@@ -95,15 +114,16 @@ def add_embedding(model: str, tokens: int) -> None:
     meter.weight[model] += cost or tokens * 1e-12  # a free model weighs by tokens, under any paid one
 
 
-def add_llm(model: str, input_tokens: int, output_tokens: int) -> None:
+def add_llm(result: "LLMResult") -> None:
     if (meter := _meter.get()) is None:
         return
-    cost = price(model, input_tokens, output_tokens)
-    meter.input_tokens += input_tokens
-    meter.output_tokens += output_tokens
+    tokens = (result.input_tokens, result.output_tokens)
+    cost = price(result.model, *tokens, result.cached_input_tokens, result.cache_write_tokens)
+    meter.input_tokens += result.input_tokens
+    meter.output_tokens += result.output_tokens
     meter.llm_calls += 1
     meter.cost_usd += cost
-    meter.weight[model] += cost or (input_tokens + output_tokens) * 1e-12
+    meter.weight[result.model] += cost or sum(tokens) * 1e-12
 
 
 def add_cache_saving(model: str, input_tokens: int, output_tokens: int) -> float:

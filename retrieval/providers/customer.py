@@ -17,10 +17,12 @@ import threading
 import time
 import urllib.parse
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from django.conf import settings
 from django.dispatch import Signal
@@ -204,8 +206,12 @@ def gateway_http_client(client_class=None):
 
 
 def _answered(response) -> None:
-    """A gateway host's answer that the refusals table lists is the gateway refusing this identity, not an outage."""
-    if response.status_code < 400 or response.request.url.host not in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
+    """A gateway host's answer that the refusals table lists is the gateway refusing this identity, not an outage.
+    It holds a job's next calls for the identity (`_held`); a success at the same path and model ends the hold."""
+    if response.request.url.host not in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
+        return
+    if response.status_code < 400:
+        _holds.pop(_hold_key(response.request), None)
         return
     response.read()
     try:
@@ -222,11 +228,21 @@ def _answered(response) -> None:
             ):
                 message = f"the inference gateway answered {response.status_code} {error.get('code') or ''}".strip()
                 if kind == "refused":
-                    raise GatewayRefused(message, response.status_code, error.get("code"))
-                wait = float(response.headers.get("retry-after") or 1)
-                raise GatewayDeferred(
-                    message + f"; retry after {wait:g} s", response.status_code, error.get("code"), wait
-                )
+                    hold = settings.LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS
+                    refusal = partial(
+                        GatewayRefused, gateway_status=response.status_code, gateway_code=error.get("code")
+                    )
+                else:
+                    wait = float(response.headers.get("retry-after") or 1)
+                    hold, message = min(wait, MAX_DEFERRED_HOLD_S), message + f"; retry after {wait:g} s"
+                    refusal = partial(
+                        GatewayDeferred,
+                        gateway_status=response.status_code,
+                        gateway_code=error.get("code"),
+                        retry_after=wait,
+                    )
+                _holds[_hold_key(response.request)] = (time.monotonic() + hold, message, refusal)
+                raise refusal(message)
 
 
 def _attribute(request) -> None:
@@ -240,6 +256,8 @@ def _attribute(request) -> None:
         request.headers.pop(name, None)
     if request.url.host in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
         request.headers.update(headers)
+        if _in_job.get():
+            _held(request)
 
 
 def gateway_headers() -> dict[str, str]:
@@ -253,7 +271,8 @@ def gateway_headers() -> dict[str, str]:
     if settings.LOOM_INFERENCE_CUSTOMER_HEADER and org:
         headers[settings.LOOM_INFERENCE_CUSTOMER_HEADER] = settings.LOOM_INFERENCE_CUSTOMER_FORMAT.format(org=org)
     if settings.LOOM_INFERENCE_FEATURE_HEADER and attribution.feature:
-        headers[settings.LOOM_INFERENCE_FEATURE_HEADER] = attribution.feature
+        features = json.loads(settings.LOOM_INFERENCE_FEATURE_MAP_JSON or "{}")
+        headers[settings.LOOM_INFERENCE_FEATURE_HEADER] = features.get(attribution.feature, attribution.feature)
     if not system:
         headers |= _identity_headers(attribution, org)
     return headers
@@ -301,3 +320,51 @@ def _header_names() -> set[str]:
     names = {settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_FEATURE_HEADER}
     names |= set(json.loads(settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON or "{}"))
     return {name for name in names if name}
+
+
+# --- a job's hold on an identity the gateway refused ----------------------------------
+
+# A deferral holds a job no longer than this, whatever Retry-After says.
+MAX_DEFERRED_HOLD_S = 300.0
+# (identity headers, origin, path, model) -> (monotonic time the hold ends, the answer, its refusal's maker).
+_holds: dict[tuple, tuple[float, str, Callable[[str], ModelCallRefused]]] = {}
+_in_job: ContextVar[bool] = ContextVar("loom_in_job", default=False)
+
+
+@contextmanager
+def job():
+    """Model calls made inside are a background job's. After the gateway refuses an identity (or asks it to wait),
+    a job's calls for that identity to the same origin, path and model are refused here with nothing sent, for
+    LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS (or the Retry-After, at most 5 minutes): a pass would only be refused
+    again, and its batch goes to other identities' work. A request always asks the gateway, which may take the
+    identity back at any time; a success from either ends the hold."""
+    token = _in_job.set(True)
+    try:
+        yield
+    finally:
+        _in_job.reset(token)
+
+
+def _hold_key(request) -> tuple:
+    try:
+        model = json.loads(request.content or b"{}").get("model", "") if request.content[:1] == b"{" else ""
+    except ValueError:
+        model = ""
+    identity = tuple(sorted((name, request.headers[name]) for name in _header_names() if name in request.headers))
+    return identity, f"{request.url.scheme}://{request.url.netloc.decode()}", request.url.path, model
+
+
+def _held(request) -> None:
+    key = _hold_key(request)
+    if key not in _holds:
+        return
+    until, message, refusal = _holds[key]
+    if time.monotonic() >= until:
+        del _holds[key]
+        return
+    raise refusal(f"held, nothing sent: {message}")
+
+
+def forget_holds() -> None:
+    """Tests: start with no identity held."""
+    _holds.clear()

@@ -36,10 +36,10 @@ class LLMResult:
     text: str
     provider: str
     model: str
-    input_tokens: int = 0
+    input_tokens: int = 0  # all of the prompt, the two below included (providers count it differently)
     output_tokens: int = 0
-    cached_input_tokens: int = 0  # input the provider served from its prompt cache
-    cache_write_tokens: int = 0  # input it wrote to that cache (Anthropic's cacheable system block)
+    cached_input_tokens: int = 0  # of it, what the provider served from its prompt cache
+    cache_write_tokens: int = 0  # of it, what it wrote to that cache (Anthropic's cacheable system block)
     from_cache: bool = False  # our response cache answered: no provider call
     saved_usd: float = 0.0  # what that call would have cost (estimated from the prompt's and answer's length)
 
@@ -185,14 +185,16 @@ class AnthropicLLM:
                 raise _learned(self, exc, fields)  # noqa: B904 (caused by exc)
             text = "".join(block.text for block in answer.content if block.type == "text")
             usage = answer.usage
+            read = getattr(usage, "cache_read_input_tokens", 0) or 0
+            written = getattr(usage, "cache_creation_input_tokens", 0) or 0
             return LLMResult(
                 _unfenced(text) if response_format else text,
                 self.provider,
                 answer.model or self.model,
-                usage.input_tokens,
+                usage.input_tokens + read + written,  # Anthropic counts the cached parts apart; OpenAI within
                 usage.output_tokens,
-                cached_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
-                cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+                cached_input_tokens=read,
+                cache_write_tokens=written,
             )
 
         return remote.with_retries(
@@ -262,7 +264,7 @@ class Served:
             )
             return LLMResult(cached, self.provider, self.model, from_cache=True, saved_usd=saved)
         result = self.inner.complete(system, user, max_tokens, response_format)
-        costs.add_llm(result.model, result.input_tokens, result.output_tokens)
+        costs.add_llm(result)
         if cache and result.text and result.model == self.model:  # a fallback's answer is never cached
             _cache_put(digest, org, self.model, result.text, window_keys)
         return result
