@@ -230,6 +230,9 @@ LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS = env.number("LOOM_MODEL_CALLS_POLICY_
 # --- memory.ask --------------------------------------------------------------
 # The model that writes its answers (unset: the process's LLM, LOOM_LLM_MODEL).
 LOOM_MEMORY_ASK_SYNTH_MODEL = env.string("LOOM_MEMORY_ASK_SYNTH_MODEL")
+# Cheaper tiers for easier asks (retrieval/search/ask.py `tier`); unset, a tier's asks go to the next one up.
+LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP = env.string("LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP")
+LOOM_MEMORY_ASK_MID_MODEL = env.string("LOOM_MEMORY_ASK_MID_MODEL")
 # The response cache for its answers: on by default; off by default plus a list of namespaces where it is on.
 LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT = env.boolean("LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT", True)
 LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES = env.strings("LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES")

@@ -371,6 +371,12 @@ class AskOut(serializers.Serializer):
     )
     answer_truncated = serializers.BooleanField(help_text="The answer was cut at max_answer_chars.")
     model = serializers.CharField(allow_null=True, help_text="The model that wrote the answer.")
+    model_tier = serializers.ChoiceField(
+        ["cheap", "mid", "synth"],
+        allow_null=True,
+        help_text="How hard the ask was read to be, choosing the model (LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP, "
+        "LOOM_MEMORY_ASK_MID_MODEL, LOOM_MEMORY_ASK_SYNTH_MODEL); null when no model was asked.",
+    )
     llm_cache_hit = serializers.BooleanField()
     llm_cache_saved_usd = serializers.FloatField(help_text="What the cached answer would have cost (estimated).")
     degraded = serializers.ListField(

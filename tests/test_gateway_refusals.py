@@ -55,7 +55,9 @@ def summarize(org) -> None:
     digests.summarize_sessions(org.name)
 
 
-def test_a_jobs_calls_for_a_refused_identity_are_held_for_the_cooldown(backend, gateway, model_server, alice, agent, settings):
+def test_a_jobs_calls_for_a_refused_identity_are_held_for_the_cooldown(
+    backend, gateway, model_server, alice, agent, settings
+):
     agent.set({"memory_key": "standup", "value": "the standup moved to 9:30", "session_id": "s1"})
     settings.LOOM_INFERENCE_REFUSAL_COOLDOWN_SECONDS = 0.5
     model_server.script(Answer(402, code="budget_exceeded"))
@@ -69,7 +71,9 @@ def test_a_jobs_calls_for_a_refused_identity_are_held_for_the_cooldown(backend, 
     assert len(model_server.chat_requests()) == 2
 
 
-def test_a_wait_holds_a_job_for_the_retry_after_and_a_request_still_asks(backend, gateway, model_server, alice, agent, settings):
+def test_a_wait_holds_a_job_for_the_retry_after_and_a_request_still_asks(
+    backend, gateway, model_server, alice, agent, settings
+):
     agent.set({"memory_key": "standup", "value": "the standup moved to 9:30", "session_id": "s1"})
     model_server.script(Answer(429, code="agent_request_limit", retry_after="60"))
     summarize(alice)

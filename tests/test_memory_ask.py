@@ -79,6 +79,27 @@ def test_answers_come_from_the_synthesis_model_when_one_is_named(backend, openai
     assert model_server.chat_requests()[0].body["model"] == "gpt-synth"
 
 
+def test_an_easy_ask_goes_to_the_cheap_tier_and_one_reasoning_over_rows_to_the_synthesis_model(
+    backend, openai_llm, model_server, ranker, settings
+):
+    settings.LOOM_MEMORY_ASK_SYNTH_MODEL = "gpt-synth"
+    settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP = "gpt-cheap"
+    settings.LOOM_MEMORY_ASK_MID_MODEL = "gpt-mid"
+    ranker.set(
+        DEPLOY,
+        {"memory_key": "deploy-2", "value": "We deployed to production on Monday", "session_id": "s-8"},
+        {"memory_key": "deploy-3", "value": "We deployed to production again on Wednesday", "session_id": "s-9"},
+    )
+    easy = ask(ranker, top_k=1, knowledge=False).json
+    assert easy["retrieval_risk"] == "low"
+    assert (easy["model_tier"], easy["model"]) == ("cheap", "gpt-cheap")
+    counting = ask(ranker, "How many times did we deploy to production?", knowledge=False).json
+    assert (counting["model_tier"], counting["model"]) == ("synth", "gpt-synth")
+    assert [seen.body["model"] for seen in model_server.chat_requests()] == ["gpt-cheap", "gpt-synth"]
+    settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP = settings.LOOM_MEMORY_ASK_MID_MODEL = ""  # unset: the next tier up
+    assert ask(ranker, top_k=1, knowledge=False, llm_cache=False).json["model"] == "gpt-synth"
+
+
 def test_an_abstained_search_is_the_answer_and_makes_no_llm_call(backend, openai_llm, model_server, agent):
     reply = ask(agent)
     assert reply.status == 200

@@ -112,3 +112,25 @@ def test_with_the_fake_llm_the_fallback_says_why_it_did_not_run(backend, ranker)
     reply = ranker.search(QUESTION).json
     assert reply["retrieval_work"]["fallback"] == {"rounds": [], "llm_calls": 0, "skipped": "fake_llm"}
     assert not any(entry.startswith("hyde") for entry in reply["degraded"])
+
+
+def test_the_cost_estimate_bounds_what_a_search_spends(
+    backend, openai_llm, openai_embedder, model_server, ranker, settings
+):
+    from retrieval.store import clickhouse
+
+    settings.LOOM_LLM_MODEL = "gpt-4o-mini"  # a priced model
+    openai_llm.cache_clear()
+    ranker.set(*ROWS)
+    model_server.script(Answer(), rewrite("annual staff gathering place"), Answer(), Answer(content="In Porto."))
+    reply = ranker.search(QUESTION).json
+    estimate = reply["retrieval_work"]["retrieval_cost_estimate"]
+    assert (estimate["embeddings"], estimate["llm_calls_max"], estimate["rerank_calls"]) == (1, 2, 0)
+    assert reply["retrieval_work"]["fallback"]["llm_calls"] == 2  # it spent its most
+    spent = clickhouse.query_rows(
+        "SELECT upstream_cost_usd FROM agent_events WHERE org = {org:String} AND op = 'memory.search'",
+        {"org": ranker.call("org.get_model_calls", {}, ranker.token).json["org"]},
+    )
+    assert len(spent) == 1 and 0 < spent[0][0] <= estimate["usd_max"]
+    fast = ranker.search(QUESTION, retrieval_budget="fast").json["retrieval_work"]["retrieval_cost_estimate"]
+    assert fast["llm_calls_max"] == 0 and fast["usd_max"] < estimate["usd_max"]

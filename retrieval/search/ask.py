@@ -152,6 +152,7 @@ def _answer(found: SearchResult, source: str) -> dict:
         "external_excluded": 0,
         "answer_truncated": False,
         "model": None,
+        "model_tier": None,
         "llm_cache_hit": False,
         "llm_cache_saved_usd": 0.0,
         "degraded": list(found.degraded),
@@ -166,7 +167,8 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
     started = datetime.now(UTC)
     system = SYSTEM.format(max_chars=request.max_answer_chars) + (PRESUPPOSITION if request.presupposition_rule else "")
     prompt = _prompt(request, evidence, answer["computed"])
-    llm = for_model(settings.LOOM_MEMORY_ASK_SYNTH_MODEL)
+    answer["model_tier"], model = tier(answer, query.analyse(request.search.query), evidence)
+    llm = for_model(model)
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask"):
             result = llm.complete(
@@ -213,6 +215,40 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
         answer["degraded"].append("synthesis:fake_llm")  # an echo: not an answer, and not a use of what it quotes
     else:
         _record_use(scope, cited)
+
+
+# Evidence this short, found this surely, asks little of a model.
+CHEAP_EVIDENCE = 3
+# Evidence from this many sessions is a multi-hop answer: it goes to the strongest model.
+MULTI_SESSION = 3
+
+
+def tier(answer: dict, shape: query.QueryShape, evidence: list[dict]) -> tuple[str, str]:
+    """Which model writes the answer, by how hard the ask is, read from the search: ("synth" | "mid" | "cheap",
+    its model). The strongest (LOOM_MEMORY_ASK_SYNTH_MODEL) answers a question that reasons over rows (a count, a
+    date difference, a whole session), evidence from several sessions, or a search graded high risk; the cheap one
+    (…_SYNTH_MODEL_CHEAP) a low-risk search's few rows; the mid one (…_MID_MODEL) the rest. An unset tier's asks go
+    to the next one up, so with only the synthesis model set every ask is its."""
+    sessions = {hit["session_id"] for hit in evidence if hit["session_id"]}
+    if (
+        shape.intent in ("count", "temporal_diff")
+        or shape.overview
+        or len(sessions) >= MULTI_SESSION
+        or answer["retrieval_risk"] == "high"
+    ):
+        wanted = "synth"
+    elif answer["retrieval_risk"] == "low" and len(evidence) <= CHEAP_EVIDENCE:
+        wanted = "cheap"
+    else:
+        wanted = "mid"
+    models = {
+        "cheap": settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP,
+        "mid": settings.LOOM_MEMORY_ASK_MID_MODEL,
+        "synth": settings.LOOM_MEMORY_ASK_SYNTH_MODEL,
+    }
+    upward = list(models)[list(models).index(wanted) :]
+    name = next(name for name in upward if models[name] or name == "synth")
+    return name, models[name]
 
 
 def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from django.conf import settings
 
 from retrieval.gates.thresholds import Gates
-from retrieval.providers import customer, llm, remote
+from retrieval.providers import costs, customer, llm, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search.legs import Context
 from retrieval.search.legs import run as run_legs
@@ -45,6 +45,7 @@ HYDE_PROMPT = (
     "Write only the passage."
 )
 MAX_QUERIES = 3
+MAX_TOKENS = 200  # of a round's answer
 
 
 @dataclass
@@ -105,13 +106,27 @@ def run(scope: Scope, ctx: Context, pool: Pool, gates: Gates, answerable: bool, 
     return work
 
 
+def cost_estimate(plan, question: str, embedding_model: str) -> dict:
+    """What a search may spend, estimated from its plan before it runs (`retrieval_work.retrieval_cost_estimate`):
+    the query's one embed (made before the spelling lookup answers, so a respelled second embed is not counted),
+    at most the fallback's LLM calls (none with the fake LLM, which it skips), and the reranker's one call. `usd_max` prices the embed and the
+    fallback's calls at their longest, each with the embed of its answer (a reranker's price is not known here)."""
+    client = llm.get_llm()
+    llm_calls = settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS if plan.fallback and client.provider != "fake" else 0
+    usd = costs.price(embedding_model, remote.estimated_tokens(question), 0)
+    if llm_calls:
+        prompt = remote.estimated_tokens(REWRITE_PROMPT + question)
+        usd += llm_calls * (costs.price(client.model, prompt, MAX_TOKENS) + costs.price(embedding_model, MAX_TOKENS, 0))
+    return {"embeddings": 1, "llm_calls_max": llm_calls, "rerank_calls": int(plan.rerank is not None), "usd_max": usd}
+
+
 def _top(pool: Pool) -> float:
     return max((c.similarity for c in pool.values() if c.meta is not None), default=0.0)
 
 
 def _rewrite(client, question: str, seconds: float) -> list[str]:
     json_object = {"type": "json_object"}
-    answer = llm.within(seconds, client, REWRITE_PROMPT, question, max_tokens=200, response_format=json_object)
+    answer = llm.within(seconds, client, REWRITE_PROMPT, question, max_tokens=MAX_TOKENS, response_format=json_object)
     try:
         queries = json.loads(answer.text)["queries"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -121,7 +136,7 @@ def _rewrite(client, question: str, seconds: float) -> list[str]:
 
 
 def _hyde(client, question: str, seconds: float) -> list[str]:
-    return [llm.within(seconds, client, HYDE_PROMPT, question, max_tokens=200).text]
+    return [llm.within(seconds, client, HYDE_PROMPT, question, max_tokens=MAX_TOKENS).text]
 
 
 _ROUNDS = {"rewrite": _rewrite, "hyde": _hyde}

@@ -78,6 +78,7 @@ class _Prepared:
     degraded: list[str]  # what the search could not run, known before the legs
     cosine: bool  # False when the query could not be embedded: no similarity to judge by
     work: spelling.Work  # what query spelling did
+    cost_estimate: dict  # what the search may spend, estimated before it ran
 
 
 def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
@@ -146,7 +147,12 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         notes=notes,
         computed=computed,
         records=typed,
-        retrieval_work={**asdict(prepared.work), **_names_work(prepared.names), "fallback": asdict(spent)},
+        retrieval_work={
+            **asdict(prepared.work),
+            **_names_work(prepared.names),
+            "fallback": asdict(spent),
+            "retrieval_cost_estimate": prepared.cost_estimate,
+        },
     )
     if request.paging:
         served_ids = {c.id for c in served}
@@ -210,6 +216,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     user_id, session_id = reach.read_scope(scope, request)
     searched, skipped = reach.namespaces_searched(scope, request)
     embedder = get_embedder()
+    estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
     degraded = []
@@ -263,7 +270,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     if checked.absent and like:  # a known entity, in other words: the question is about something memory holds
         checked = mentions.Check(checked.names, like)
     clock.lap("prepare")
-    return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work)
+    return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work, estimate)
 
 
 def _fail_open(name: str, degraded: list[str], read, *args) -> list:
