@@ -113,7 +113,9 @@ def check_feature_map(raw: str) -> None:
 def check_customer_required(required: bool, header: str) -> None:
     """LOOM_INFERENCE_CUSTOMER_REQUIRED: a cell serving several customers does not start without the header."""
     if required and not header:
-        raise ImproperlyConfigured("LOOM_INFERENCE_CUSTOMER_REQUIRED is set: LOOM_INFERENCE_CUSTOMER_HEADER must be too")
+        raise ImproperlyConfigured(
+            "LOOM_INFERENCE_CUSTOMER_REQUIRED is set: LOOM_INFERENCE_CUSTOMER_HEADER must be too"
+        )
 
 
 def check_refusals(raw: str) -> None:

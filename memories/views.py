@@ -356,9 +356,9 @@ class CalibrationRun(OpView):
                 f"{embedder.model_name} is not calibrated: the scalar gates apply to fake embedders and with "
                 "LOOM_ADAPTIVE_THRESHOLDS=false",
             )
-        calibration.calibrate_namespace(
-            scope.org, scope.namespace, embedder, data["similar"], data["distractors"], data.get("paraphrases", ())
-        )
+        pairs = (data["similar"], data["distractors"], data.get("paraphrases", ()))
+        calibration.calibrate_namespace(scope.org, scope.namespace, embedder, *pairs)
+        calibration.keep_pairs(scope.org, scope.namespace, *pairs)
         caching.forget_all()
         return self.answer(thresholds.report(scope.org, scope.namespace))
 

@@ -1,5 +1,6 @@
 """Adaptive thresholds: gates derived from the live embedder's own cosines, in three tiers."""
 
+import io
 import time
 
 import pytest
@@ -68,6 +69,12 @@ def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, al
     assert ran.json["calibration_hash"] != calibration.stored("local:minilm").calibration_hash
     other = Agent(call, alice.token("admin"), namespace="elsewhere")
     assert other.call("calibration.get", {"namespace": "elsewhere"}, other.token).json["tier"] == "cluster"
+    # A later recalibration probes the namespace's kept pairs again with the live embedder.
+    out = io.StringIO()
+    call_command("recalibrate", stdout=out)
+    assert "namespaces probed again from their calibration pairs: 1 (0 held)" in out.getvalue()
+    again = agent.call("calibration.get", {}, agent.token).json
+    assert (again["tier"], again["source"]) == ("namespace", "recalibrate")
 
 
 @pytest.mark.parametrize(

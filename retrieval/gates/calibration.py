@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from retrieval.gates import probe_corpora
-from retrieval.providers import customer
+from retrieval.providers import costs, customer
 from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,47 @@ def recalibrate(embedder) -> tuple[Calibration, Calibration | None, float]:
     return fresh, previous, drift
 
 
-def calibrate_namespace(org: str, namespace: str, embedder, similar, distractors, paraphrases=()) -> Calibration:
+def keep_pairs(org: str, namespace: str, similar, distractors, paraphrases=()) -> None:
+    """The pairs of a namespace's calibration.run, for the recalibration worker to probe again."""
+    row = {"similar": similar, "distractors": distractors, "paraphrases": paraphrases}
+    row = {name: [list(pair) for pair in pairs] for name, pairs in row.items()}
+    clickhouse.insert(
+        "namespace_calibration_pairs", [{"org": org, "namespace": namespace, **row, "created_at": datetime.now(UTC)}]
+    )
+
+
+# The spec's least corpus a namespace's calibration is probed again from.
+REPROBE_MIN_SIMILAR, REPROBE_MIN_DISTRACTORS = 5, 3
+ACTOR = "process:recalibration"
+
+
+def reprobe_namespaces(embedder) -> tuple[int, int]:
+    """Probe every namespace's kept pairs again with the live embedder and publish each namespace's gates:
+    (namespaces probed, namespaces held because their org's model calls are off or refused)."""
+    rows = clickhouse.query(
+        """
+        SELECT org, namespace, similar, distractors, paraphrases FROM namespace_calibration_pairs FINAL
+        WHERE length(similar) >= {similar:UInt32} AND length(distractors) >= {distractors:UInt32}
+        ORDER BY org, namespace
+        """,
+        {"similar": REPROBE_MIN_SIMILAR, "distractors": REPROBE_MIN_DISTRACTORS},
+    )
+    probed = held = 0
+    for row in rows:
+        org, namespace = row.pop("org"), row.pop("namespace")
+        try:
+            with costs.accounted(org, namespace, "recalibrate", ACTOR):
+                calibrate_namespace(org, namespace, embedder, **row, source="recalibrate")
+            probed += 1
+        except customer.HOLDS as exc:  # the org's calls are off or refused: its gates stay as they are
+            log.warning("recalibration holds %s/%s: %s", org, namespace, exc)
+            held += 1
+    return probed, held
+
+
+def calibrate_namespace(
+    org: str, namespace: str, embedder, similar, distractors, paraphrases=(), source: str = "calibration.run"
+) -> Calibration:
     """A namespace's calibration from its own labelled pairs, deriving only the gates they support.
 
     `similar` pairs (a question and the fact that answers it) set the trigger gates, `distractors` the floor and
@@ -157,7 +197,7 @@ def calibrate_namespace(org: str, namespace: str, embedder, similar, distractors
     with customer.for_org(org, namespace, feature="calibration.run"):
         similar_cos, distractor_cos = cosines(embedder, similar), cosines(embedder, distractors)
         paraphrase_cos = cosines(embedder, list(paraphrases)) if paraphrases else []
-    calibration = build(embedder.model_name, paraphrase_cos, similar_cos, distractor_cos, "calibration.run")
+    calibration = build(embedder.model_name, paraphrase_cos, similar_cos, distractor_cos, source)
     clickhouse.insert("namespace_calibration_result", [{"org": org, "namespace": namespace, **_row(calibration)}])
     return calibration
 

@@ -1,6 +1,8 @@
 """The recalibration worker: the live embedder probed again every LOOM_RECALIBRATION_INTERVAL_SECONDS (a week),
 its gates published as the cluster calibration, so the gates follow an embedder revised behind the same name; a
-gate that moves by 0.05 or more is logged as a warning (`calibration.recalibrate`).
+gate that moves by 0.05 or more is logged as a warning (`calibration.recalibrate`). Each namespace whose
+calibration.run kept at least 5 similar and 3 distractor pairs is probed again too, as its org's calls (metered,
+switch-checked: a switched-off org's namespace keeps its gates).
 
 It runs in the process that runs the embedding worker (the embedded engine's server: the one process that owns
 the data), with LOOM_RECALIBRATION_ENABLED. Fake embedders are never calibrated. A deployment on a ClickHouse
@@ -36,9 +38,11 @@ class _Worker:
                     continue
                 try:
                     fresh, _, drift = calibration.recalibrate(embedder)
+                    probed, held = calibration.reprobe_namespaces(embedder)
                     caching.forget_all()  # this process serves the new gates at once; others within their refresh
                     log.info(
-                        "recalibrated %s: %s (largest move %.3f)", embedder.model_name, fresh.calibration_hash, drift
+                        "recalibrated %s: %s (largest move %.3f); %d namespaces probed again, %d held",
+                        *(embedder.model_name, fresh.calibration_hash, drift, probed, held),
                     )
                     self.passes += 1
                 except Exception:  # the worker outlives one failed probe; the gates in force stay
