@@ -1,6 +1,7 @@
 """memory.search latency at 10k and 100k memories in one namespace, against a numpy exact scan.
 
     .venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 60] [--budget fast] [--rerank]
+                                     [--backend embedded|server]
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled with a
 running number, written through the service layer (fake embedder, 384-d);
@@ -8,8 +9,10 @@ queries are the LoCoMo questions. Each search runs the `fast` budget through
 `service.search()`, the path REST and the Lab call, timed on a second pass so
 every query's embedding is cached (the target's terms). The baseline, timed in the
 same run on the same vectors: numpy `X @ q` and an argpartition top-k over a
-float32 matrix already in memory. Reported: median (p50) and p95 per search,
-and the p50 ratio to numpy. `--rerank` also times each search with
+float32 matrix already in memory; and the same searches with the vector mirror
+off (`scan`: ClickHouse's exact scan in SQL). Reported: median (p50) and p95 per
+search, and the p50 ratio to numpy. `--backend server` runs it all against a
+ClickHouse HTTP server on loopback (tests/chserver.py), the production path. `--rerank` also times each search with
 `rerank: "builtin:cohere"` against an instant Cohere-speaking reranker on
 127.0.0.1 (tests/model_server.py): what the rerank step itself costs (the widened
 pool, reading its head's text, the round trip), not a reranker's own latency.
@@ -34,6 +37,7 @@ import django
 django.setup()
 
 import numpy as np
+from django.conf import settings
 from locomo import corpus
 
 from retrieval.ingest import write
@@ -101,11 +105,15 @@ def main():
     parser.add_argument("--budget", default="fast", choices=["fast", "standard", "deep"])
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--rerank", action="store_true", help="also time searches through a loopback reranker")
+    parser.add_argument("--backend", default="embedded", choices=["embedded", "server"])
     args = parser.parse_args()
+    if args.backend == "server":
+        from tests.chserver import Server
+
+        server = Server(scratch_dir("loom-bench-chserver-"))
+        clickhouse.use(server.url)
     schema.apply()
     if args.rerank:
-        from django.conf import settings
-
         from tests.model_server import ModelServer
 
         reranker = ModelServer().start()
@@ -114,10 +122,11 @@ def main():
     questions = questions[: args.queries]
     print(
         f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
-        f"(384-d), embedded ClickHouse; ms per search"
+        f"(384-d), {args.backend} ClickHouse; ms per search"
     )
     print(
-        f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'numpy p50':>10} {'numpy p95':>10} {'p50 ratio':>10}"
+        f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'scan p50':>9} {'numpy p50':>10} {'numpy p95':>10} "
+        f"{'p50 ratio':>10}"
     )
     stage_report = []
     for size in args.sizes:
@@ -129,10 +138,13 @@ def main():
         ):
             time.sleep(0.05)  # the first search started the mirror's load; measure once it is in
         found, stages = searches(scope, questions, args.budget, args.top_k)
+        settings.LOOM_VECTOR_MIRROR = False
+        scanned, _ = searches(scope, questions, args.budget, args.top_k)
+        settings.LOOM_VECTOR_MIRROR = True
         base = numpy_baseline(scope, questions, args.top_k)
         p50, base50 = percentile(found, 50), percentile(base, 50)
         print(
-            f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {base50:>10.2f} "
+            f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {percentile(scanned, 50):>9.1f} {base50:>10.2f} "
             f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}"
         )
         stage_report.append((size, stages))
@@ -144,6 +156,8 @@ def main():
             )
     for size, stages in stage_report:
         print(f"stages at {size} (median ms): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
+    if args.backend == "server":
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -83,8 +83,6 @@ def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, ca
     from tenancy.models import ApiToken
     from tests.test_vector_mirror import wait_for_mirror
 
-    if mirror and backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     settings.LOOM_VECTOR_MIRROR = False  # the vectors as ClickHouse holds them
     settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
     org = ApiToken.verify(agent.token).org.name

@@ -2,8 +2,6 @@
 
 import time
 
-import pytest
-
 from retrieval.store import vector_mirror
 
 ROWS = [
@@ -51,18 +49,15 @@ def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
     settings.LOOM_VECTOR_MIRROR = False
     scanned = answers(agent)
     settings.LOOM_VECTOR_MIRROR = True
-    if backend == "embedded":
-        wait_for_mirror(agent)
+    wait_for_mirror(agent)
     assert answers(agent) == scanned
     assert all("thought" not in [hit["memory_key"] for hit in window] for window in scanned)
     assert scanned[0][0]["value"] == "production deploys run on tuesday" and scanned[0][0]["valid_at"] is None
-    assert vector_mirror.enabled() == (backend == "embedded")
 
 
 def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):
     agent.set(*ROWS)
-    if backend == "embedded":
-        wait_for_mirror(agent)
+    wait_for_mirror(agent)
     agent.set({"memory_key": "fresh", "value": "the quarterly offsite is in lisbon"})
     assert agent.search("where is the quarterly offsite").json["hits"][0]["memory_key"] == "fresh"
     agent.set({"memory_key": "fresh", "value": "the quarterly offsite moved to porto"})
@@ -76,8 +71,6 @@ def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend
 
 
 def test_a_namespace_over_the_cap_is_read_from_clickhouse(backend, agent, settings):
-    if backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 3
     agent.set(*ROWS)
     wait_for_mirror(agent)  # loaded as "too large": None
@@ -92,8 +85,6 @@ def agent_org(agent):
 
 
 def test_writes_made_while_the_mirror_loads_are_applied_on_top_of_it(backend, agent, monkeypatch):
-    if backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     import threading
 
     agent.set(*ROWS)
@@ -121,8 +112,7 @@ def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agen
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 150
     agent.set(*ROWS)
-    if backend == "embedded":
-        wait_for_mirror(agent)  # a namespace without chunks: the chunk leg skips its statement
+    wait_for_mirror(agent)  # a namespace without chunks: the chunk leg skips its statement
     filler = " ".join(f"routine paragraph {i} about office plants and coffee." for i in range(20))
     agent.set({"memory_key": "runbook", "value": filler + " To roll back a release run kubectl rollout undo."})
     hit = agent.search("roll back a release kubectl rollout undo").json["hits"][0]
@@ -130,8 +120,6 @@ def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agen
 
 
 def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agent, settings):
-    if backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
     wait_for_mirror(agent)
     agent.set(
@@ -143,8 +131,6 @@ def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agen
 
 
 def test_a_mirror_grown_past_the_cap_hands_the_namespace_to_clickhouse(backend, agent, settings):
-    if backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     agent.set(*ROWS[:2])
     wait_for_mirror(agent)
     settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 4
@@ -154,8 +140,6 @@ def test_a_mirror_grown_past_the_cap_hands_the_namespace_to_clickhouse(backend, 
 
 
 def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_budget(backend, agent, call, settings):
-    if backend != "embedded":
-        pytest.skip("the mirror serves the embedded engine only")
     from tests.conftest import Agent
 
     settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 20  # one small mirror (1,024 rows of 2 x 384 floats: 3 MiB), not two

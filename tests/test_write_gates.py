@@ -15,10 +15,8 @@ def stored(agent, *items, **common):
 
 @pytest.fixture(params=["scan", "mirror"])
 def path(request, backend, agent):
-    """Judged by a ClickHouse scan, or (embedded engine) by the loaded vector mirror."""
+    """Judged by a ClickHouse scan, or by the loaded vector mirror."""
     if request.param == "mirror":
-        if backend != "embedded":
-            pytest.skip("the mirror serves the embedded engine only")
         agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
         wait_for_mirror(agent)
     return request.param

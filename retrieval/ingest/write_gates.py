@@ -115,6 +115,7 @@ def _nearest_stored(
 ) -> list[tuple[str, float] | None] | None:
     """Each vector's nearest stored row: from the vector mirror when it is loaded, else a ClickHouse scan; None when
     the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
+    vector_mirror.sync(scope.org, [scope.namespace], model)
     mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
     if mirror is not None:
         return mirror.nearest(vectors, keys, scopes)

@@ -45,7 +45,7 @@ from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
 from retrieval.search.result import SearchResult, hits, hydrate, reader_block
-from retrieval.store import clickhouse, eligibility, namespaces
+from retrieval.store import clickhouse, eligibility, namespaces, vector_mirror
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -217,6 +217,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     searched, skipped = reach.namespaces_searched(scope, request)
     embedder = get_embedder()
     estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
+    vector_mirror.sync(scope.org, searched, embedder.model_name)  # other processes' writes, before any leg reads
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
     degraded = []

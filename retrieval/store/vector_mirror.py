@@ -4,10 +4,13 @@ It also holds what a hit shows of each live row (value and dates; the rest is
 on the vector row) and whether the namespace has any chunk, so a search the
 mirror answers needs no statement for its window or an empty chunk leg.
 
-Only with the embedded engine: one process owns its data directory, so every
-write passes through this process's write path, which tells the mirror what
-it stored and what it retired (`added`, `retired`), after the statements
-succeed. A namespace's first search starts loading it in the background and
+This process's write path tells the mirror what it stored and what it retired
+(`added`, `retired`), after the statements succeed. With the embedded engine
+that is every write (one process owns its data directory). On a ClickHouse
+server other processes write too, so a search first reads what reached the
+engine since its last read (`sync`: the vector rows by their engine-stamped
+`inserted_at`), and an acknowledged write anywhere is in every process's next
+search. A namespace's first search starts loading it in the background and
 is itself answered by ClickHouse, as is every search until the load is done;
 notices that arrive during the load are kept and applied on top of it, in
 order (adding is idempotent, retiring one-way), so no write falls between the
@@ -28,6 +31,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
@@ -64,6 +68,9 @@ class Vectors:
         self.scope_codes = np.zeros(0, dtype=np.int32)
         # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
         self.chunked = False
+        # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
+        self.since: datetime | None = None
+        self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
@@ -270,7 +277,71 @@ def scope_of(row: dict) -> tuple:
 
 
 def enabled() -> bool:
-    return settings.LOOM_VECTOR_MIRROR and clickhouse.backend() == "embedded"
+    return settings.LOOM_VECTOR_MIRROR
+
+
+# An insert is visible within this long of the `inserted_at` the engine stamped on it (the stamp is taken as the
+# engine writes the block, just before it commits): each delta read reaches back this far, so an insert that became
+# visible late is still read (adding is idempotent, retiring one-way). Longer costs every search after a burst of
+# writes a re-read of that burst.
+SYNC_LAG = timedelta(seconds=2)
+
+
+def sync(org: str, namespaces: list[str], model: str) -> None:
+    """Bring these namespaces' loaded mirrors up to what the engine holds (on a ClickHouse server, where other
+    processes write; the embedded engine's writes all pass through this process). Once per op, before it reads
+    the mirrors. A mirror that cannot be brought up to date is dropped: ClickHouse answers until it loads again."""
+    if not enabled() or clickhouse.backend() == "embedded":
+        return
+    target = clickhouse.target()
+    for namespace in namespaces:
+        key = (target, org, namespace, model)
+        mirror = _mirrors.get(key)
+        if mirror is None:
+            continue
+        try:
+            with mirror.syncing:
+                _read_delta(mirror, org, namespace, model)
+        except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+            log.warning("vector mirror of %s/%s dropped: its delta read failed: %s", org, namespace, exc)
+            with _lock:
+                _mirrors.pop(key, None)
+            continue
+        with _lock:
+            if _mirrors.get(key) is mirror:
+                _mirrors[key] = _within_cap(mirror)
+                _within_budget(key)
+
+
+_DELTA_COLUMNS = ("status", "embedding_dim", "inserted_at")
+
+
+def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
+    """The vector rows that reached the engine since the mirror's last read: new versions added (with what a hit
+    shows of them), retirements applied."""
+    columns = (*_COLUMNS, *_DELTA_COLUMNS)
+    types = clickhouse.column_types("memory_embeddings")
+    rows = clickhouse.query_decoded(
+        f"""
+        SELECT {", ".join(columns)}, now64(6, 'UTC') AS read_at
+        FROM memory_embeddings
+        WHERE {_WHERE} AND inserted_at > {{since:DateTime64(6, 'UTC')}}
+        ORDER BY inserted_at
+        """,
+        {"org": org, "namespace": namespace, "model": model, "since": mirror.since},
+        [types[name] for name in columns] + ["DateTime64(6, 'UTC')"],
+    )
+    if not rows:
+        return
+    rows = [dict(zip((*columns, "read_at"), row)) for row in rows]
+    added = [row for row in rows if row["status"] == "active" and row["embedding_dim"] > 0]
+    fresh = [_identity(row) for row in added if row_id(row) not in mirror.position]
+    shown = shown_of(_live_memory_columns(org, namespace, fresh)) if fresh else {}
+    # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
+    chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
+    mirror.add(added, chunked, shown)
+    mirror.retire([row_id(row) for row in rows if row["status"] != "active"])
+    mirror.since = max(mirror.since, rows[-1]["read_at"] - SYNC_LAG)
 
 
 def get(org: str, namespace: str, model: str) -> Vectors | None:
@@ -358,55 +429,89 @@ def without_chunks(org: str, namespaces: list[str], model: str) -> bool:
     return all(mirror is not None and not mirror.chunked for mirror in mirrors)
 
 
+_COLUMNS = (
+    "namespace",
+    "memory_key",
+    "agent",
+    "session_id",
+    "version",
+    "value_vector",
+    "key_vector",
+    "duplicate_of",
+    "user_id",
+    "run_id",
+    *META,
+)
+_WHERE = "org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}"
+
+
+def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) -> bool:
+    return bool(
+        clickhouse.query_value(
+            f"""
+            SELECT count() > 0 FROM memory_chunks
+            WHERE {_WHERE} AND memory_key IN {{keys:Array(String)}}
+              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            """,
+            {
+                "org": org,
+                "namespace": namespace,
+                "model": model,
+                "keys": sorted({identity[0] for identity in identities}),
+                "ids": identities,
+            },
+        )
+    )
+
+
 def _load(org: str, namespace: str, model: str) -> Vectors | None:
     params = {"org": org, "namespace": namespace, "model": model}
-    where = "org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}"
+    # Read first: rows reaching the engine while the load reads are then in the first delta.
+    since = None if clickhouse.backend() == "embedded" else clickhouse.query_value("SELECT now64(6, 'UTC')")
     count = clickhouse.query_value(
-        f"SELECT count() FROM memory_embeddings WHERE {where} AND status = 'active' AND embedding_dim > 0", params
+        f"SELECT count() FROM memory_embeddings WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0", params
     )
     if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
         return None
-    columns = (
-        "namespace",
-        "memory_key",
-        "agent",
-        "session_id",
-        "version",
-        "value_vector",
-        "key_vector",
-        "duplicate_of",
-        "user_id",
-        "run_id",
-    ) + META
     types = clickhouse.column_types("memory_embeddings")
     rows = clickhouse.query_decoded(
         f"""
-        SELECT {", ".join(columns)}
+        SELECT {", ".join(_COLUMNS)}
         FROM memory_embeddings
-        WHERE {where} AND status = 'active' AND embedding_dim > 0
+        WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0
           AND (memory_key, agent, session_id, version) NOT IN (
-              SELECT memory_key, agent, session_id, version FROM memory_embeddings WHERE {where} AND status != 'active')
+              SELECT memory_key, agent, session_id, version FROM memory_embeddings
+              WHERE {_WHERE} AND status != 'active')
         ORDER BY memory_key, agent, session_id, version
         LIMIT 1 BY memory_key, agent, session_id, version
         """,
         params,
-        [types[name] for name in columns],
+        [types[name] for name in _COLUMNS],
     )
-    chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {where}", params)
-    rows = [dict(zip(columns, row)) for row in rows]
+    chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
+    rows = [dict(zip(_COLUMNS, row)) for row in rows]
     shown = shown_of(_live_memory_columns(org, namespace))
     mirror = Vectors()
     mirror.add(rows, bool(chunked), shown)
+    mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
 
 
 SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at")
 
 
-def _live_memory_columns(org: str, namespace: str) -> list[dict]:
-    """Value and dates of the namespace's live rows, by the same liveness rule as the vectors."""
+def _live_memory_columns(org: str, namespace: str, only: list[tuple] | None = None) -> list[dict]:
+    """Value and dates of the namespace's live rows (`only` these identities), by the same liveness rule as the
+    vectors."""
     types = clickhouse.column_types("memories")
     where = "org = {org:String} AND namespace = {namespace:String}"
+    params = {"org": org, "namespace": namespace}
+    if only is not None:
+        where += (
+            " AND memory_key IN {keys:Array(String)}"
+            " AND (memory_key, agent, session_id, version) IN {only:Array(Tuple(String, String, String, UInt64))}"
+        )
+        params |= {"keys": sorted({identity[0] for identity in only}), "only": only}
     rows = clickhouse.query_decoded(
         f"""
         SELECT {", ".join(SHOWN_COLUMNS)} FROM memories
@@ -415,7 +520,7 @@ def _live_memory_columns(org: str, namespace: str) -> list[dict]:
               SELECT memory_key, agent, session_id, version FROM memories WHERE {where} AND status != 'active')
         LIMIT 1 BY memory_key, agent, session_id, version
         """,
-        {"org": org, "namespace": namespace},
+        params,
         [types[name] for name in SHOWN_COLUMNS],
     )
     return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]

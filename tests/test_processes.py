@@ -1,0 +1,77 @@
+"""Two app processes on one ClickHouse server: what one acknowledges, the other's next search reads at once,
+though its vector mirror was loaded before."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_vector_mirror import agent_org, wait_for_mirror
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The other process: the real write path, the test settings, the same ClickHouse server (argv[1]).
+OTHER = """
+import sys
+import django
+django.setup()
+from django.conf import settings
+from retrieval.ingest import write
+from retrieval.store import clickhouse
+from tenancy.access import Scope
+from tenancy.roles import Role
+
+clickhouse.use(sys.argv.pop(1))
+scope = Scope(org=sys.argv[1], namespace="default", role=Role.ADMIN, subject="process:other")
+if sys.argv[2] == "set":
+    settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
+    write.set_memories(scope, [write.MemoryInput(memory_key=sys.argv[3], value=sys.argv[4])])
+else:
+    write.delete_memory(scope, sys.argv[3])
+"""
+
+
+@pytest.fixture
+def other_process(clickhouse_server):
+    def run(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-c", OTHER, clickhouse_server.url, *args],
+            cwd=ROOT,
+            env={"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    return run
+
+
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_another_processs_write_and_delete_are_in_the_next_search(backend, agent, other_process):
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)  # this process's mirror holds the namespace as it was
+    org = agent_org(agent)
+    other_process(org, "set", "offsite", "the quarterly offsite is in lisbon")
+    hit = agent.search("where is the quarterly offsite").json["hits"][0]
+    assert (hit["memory_key"], hit["content_excerpt"]) == ("offsite", "the quarterly offsite is in lisbon")
+    other_process(org, "set", "offsite", "the quarterly offsite moved to porto")
+    hits = agent.search("where is the quarterly offsite", min_similarity=0, top_k=10).json["hits"]
+    assert [hit["content_excerpt"] for hit in hits if hit["memory_key"] == "offsite"] == [
+        "the quarterly offsite moved to porto"
+    ]
+    other_process(org, "delete", "offsite")
+    hits = agent.search("quarterly offsite porto", min_similarity=0, top_k=10).json["hits"]
+    assert "offsite" not in [hit["memory_key"] for hit in hits]
+
+
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other_process, settings):
+    settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)  # a namespace without chunks: the chunk leg skips its statement
+    filler = " ".join(f"routine paragraph {i} about office plants and coffee." for i in range(20))
+    other_process(agent_org(agent), "set", "runbook", filler + " To roll back a release run kubectl rollout undo.")
+    hit = agent.search("roll back a release kubectl rollout undo").json["hits"][0]
+    assert (hit["memory_key"], hit["source"]) == ("runbook", "chunk")
