@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# Threads, one process: the embedded engine lets one process own its data directory.
+# Threads per process. One process on the embedded engine (it lets one process own its data directory);
+# with LOOM_CLICKHOUSE_URL naming a server, WORKERS=4 serves from four.
 THREADS ?= 8
+WORKERS ?= 1
 
 .PHONY: run test bench bench-quality clean
 
@@ -30,9 +32,9 @@ run: export LOOM_MEMORY_SEARCH_DEFAULT_MODE ?= hybrid
 # is already durable. (Under CI load a worker once outlasted gunicorn's default 30 s on SIGTERM; cause not found.)
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT)
+	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT) --workers $(WORKERS)
 	exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
-		--workers 1 --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
+		--workers $(WORKERS) --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
 
 test: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -1,4 +1,4 @@
-"""Management commands: loom_org, loom_token (Django-only: they work while the server runs)."""
+"""Management commands: loom_org, loom_token (Django-only: they work while the server runs), loom_bootstrap."""
 
 from io import StringIO
 
@@ -50,3 +50,11 @@ def test_token_list_never_shows_the_secret_and_revoke_stops_it(db, call):
 def test_token_create_for_a_missing_org_says_how_to_make_it(db):
     with pytest.raises(CommandError, match="loom_org create nope"):
         run("loom_token", "create", "--org", "nope", "--role", "admin")
+
+
+def test_several_workers_need_a_clickhouse_server(backend, db):
+    if backend == "embedded":
+        with pytest.raises(CommandError, match="WORKERS=4: the embedded engine serves from one process"):
+            run("loom_bootstrap", "--workers", "4")
+    else:
+        assert "Loom Recall is starting" in run("loom_bootstrap", "--workers", "4")

@@ -24,7 +24,11 @@ from tenancy.roles import Role
 
 clickhouse.use(sys.argv.pop(1))
 scope = Scope(org=sys.argv[1], namespace="default", role=Role.ADMIN, subject="process:other")
-if sys.argv[2] == "set":
+if sys.argv[2] == "record":
+    from retrieval.ingest import records
+
+    records.set_records(scope, [records.RecordInput(sys.argv[3], "customer", {"plan": sys.argv[4]})])
+elif sys.argv[2] == "set":
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
     write.set_memories(scope, [write.MemoryInput(memory_key=sys.argv[3], value=sys.argv[4])])
 else:
@@ -75,3 +79,12 @@ def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other
     other_process(agent_org(agent), "set", "runbook", filler + " To roll back a release run kubectl rollout undo.")
     hit = agent.search("roll back a release kubectl rollout undo").json["hits"][0]
     assert (hit["memory_key"], hit["source"]) == ("runbook", "chunk")
+
+
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_another_processs_record_is_in_the_next_search(backend, agent, other_process):
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    assert agent.search("Which plan is Acme on?").json["records"] == []  # the namespace held no record
+    other_process(agent_org(agent), "record", "customer:acme", "Enterprise")
+    found = agent.search("Which plan is Acme on?").json["records"]
+    assert [(record["record_key"], record["fields"]) for record in found] == [("customer:acme", {"plan": "Enterprise"})]

@@ -20,7 +20,7 @@ from retrieval.search.legs import Context, vector
 from retrieval.search.plan import SearchRequest, resolve
 from retrieval.search.pool import Candidate
 from retrieval.search.result import hydrate
-from retrieval.store import clickhouse, eligibility
+from retrieval.store import clickhouse, eligibility, reads
 
 QUERY = 'When did Jonas Berg deploy "web-app" v4.2.3 in May 2025?'
 LEGS = legs.by_name()
@@ -64,6 +64,7 @@ def ctx(backend, alice, agent, settings):
         entities=["jonas berg"],
         key_axis=True,
         window=(at - timedelta(days=7), at + timedelta(days=7)),
+        side_held=frozenset({"session_summaries"}),
     )
 
 
@@ -106,8 +107,17 @@ def test_the_side_reads_send_the_statements_of_their_snapshot(ctx, agent, snapsh
         counted = evidence.compute(counting, [], datetime(2025, 6, 1, tzinfo=UTC))
     assert normalised(statements) == snapshot(name="count") and counted[0]["value"] == 1
     with clickhouse.recorded() as statements:
-        found = records.matching(replace(ctx, eligible=eligibility.build(SearchRequest(query=QUERY), None, None, None)))
+        found = records.matching(
+            replace(
+                ctx,
+                eligible=eligibility.build(SearchRequest(query=QUERY), None, None, None),
+                side_held=frozenset({"memory_records"}),
+            )
+        )
     assert normalised(statements) == snapshot(name="records") and found[0]["record_key"] == "service:web-app"
     with clickhouse.recorded() as statements:
         like = entities.nearest(ctx.org, ["default"], ctx.model, ctx.vector, 0.0, 2)
     assert normalised(statements) == snapshot(name="entity_nearest") and like == ["jonas berg"]
+    with clickhouse.recorded() as statements:
+        held = reads.side_tables_held(ctx.org, ["default"])
+    assert normalised(statements) == snapshot(name="side_tables") and held == set(reads.SIDE_KEYS)

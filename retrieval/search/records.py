@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from retrieval.ingest.records import PRECEDENT, rendered
 from retrieval.language import names, text
 from retrieval.search.legs import Context
-from retrieval.store import clickhouse, reads
+from retrieval.store import clickhouse
 
 MATCHED = 5  # records served beside the hits
 
@@ -28,7 +28,7 @@ class Answer:
 def matching(ctx: Context) -> list[dict]:
     """The live records of the namespaces sharing the most words with the question, best first."""
     terms = ctx.shape.terms
-    if not terms or ctx.eligible.narrowed or not reads.holds_any("memory_records", ctx.org, ctx.namespaces):
+    if not terms or ctx.eligible.narrowed or "memory_records" not in ctx.side_held:
         return []
     rows = clickhouse.query(
         """

@@ -45,7 +45,7 @@ from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
 from retrieval.search.result import SearchResult, hits, hydrate, reader_block
-from retrieval.store import clickhouse, eligibility, namespaces, vector_mirror
+from retrieval.store import clickhouse, eligibility, namespaces, reads, vector_mirror
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -220,6 +220,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     vector_mirror.sync(scope.org, searched, embedder.model_name)  # other processes' writes, before any leg reads
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
+    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched)
     degraded = []
     work = spelling.Work()
     try:
@@ -250,6 +251,11 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     found = eligibility.build(request, dated if plan.mode == "temporal" else None, user_id, session_id)
     ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=dated)
     ctx.key_axis = key_axis.enabled(scope.org, scope.namespace, embedder.model_name)
+    try:
+        ctx.side_held = side.result()
+    except clickhouse.ClickHouseError as exc:  # fails open: the digests, records and entity summaries are left out
+        log.warning("side-table check failed: %s", exc)
+        degraded.append("side_tables")
     wanted = sorted({entity.lower() for entity in request.entity_filter})
     detect = "entity" in plan.legs or "graph" in plan.legs
     mentioned = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
@@ -258,7 +264,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     missing = wanted if wanted and not present & set(wanted) else []
     # The entities whose summary reads like the question: named in other words ("the Berlin office").
     like = []
-    if detect and cosine:
+    if detect and cosine and "entity_summaries" in ctx.side_held:
         like = entities.nearest(scope.org, searched, ctx.model, vector, gates.hyde_fallback, knobs.ENTITY_NEAREST)
     if detect:
         ctx.entities = sorted(set(wanted) | present | set(like))

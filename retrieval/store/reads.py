@@ -293,8 +293,8 @@ def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20
 
 
 # Tables that hold texts beside the rows (digests, entity summaries, typed records), each with the column that
-# names one (one live version per name). Most namespaces hold none, so a search asks once whether one does (kept
-# 10 s; a write in this process says so at once) before it reads them.
+# names one (one live version per name). Most namespaces hold none, so a search asks once which they hold
+# (`side_tables_held`) before it reads them.
 SIDE_KEYS = {"session_summaries": "session_id", "entity_summaries": "entity", "memory_records": "record_key"}
 _held = TtlCache(10)
 
@@ -320,25 +320,29 @@ def live_side(table: str, scope: Scope, keys: list[str]) -> dict[str, dict]:
     return {row[column]: row for row in rows}
 
 
-def holds_any(table: str, org: str, namespaces: list[str]) -> bool:
-    """Whether any of these namespaces has a live row in `table` (a side table)."""
-    _side(table)
+def side_tables_held(org: str, namespaces: list[str]) -> frozenset[str]:
+    """The side tables holding a live row in any of these namespaces. The embedded engine's answer is kept 10 s per
+    namespace (every write passes through this process, and says so at once: `now_holds`); on a ClickHouse server
+    another process may have written one since, so every search asks, in one statement."""
+    if clickhouse.backend() != "embedded":
+        return _side_tables(org, namespaces)
     target = clickhouse.target()
+    return frozenset().union(
+        *(_held.get((target, org, namespace), lambda n=namespace: _side_tables(org, [n])) for namespace in namespaces)
+    )
 
-    def read(namespace: str) -> bool:
-        return bool(
-            clickhouse.query_value(
-                f"""
-                SELECT count() > 0 FROM {table} FINAL
-                WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND status = 'active'
-                """,
-                {"org": org, "namespace": namespace},
-            )
-        )
 
-    return any(_held.get((target, table, org, namespace), lambda n=namespace: read(n)) for namespace in namespaces)
+def _side_tables(org: str, namespaces: list[str]) -> frozenset[str]:
+    selects = " UNION ALL ".join(
+        f"SELECT '{table}' FROM {table} FINAL WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}"
+        " AND status = 'active' LIMIT 1"
+        for table in SIDE_KEYS
+    )
+    return frozenset(row[0] for row in clickhouse.query_rows(selects, {"org": org, "namespaces": namespaces}))
 
 
 def now_holds(table: str, org: str, namespace: str) -> None:
     """A write just stored a live row in `table`: this process's next search reads it."""
-    _held.put((clickhouse.target(), table, org, namespace), True)
+    key = (clickhouse.target(), org, namespace)
+    if (known := _held.last(key)) is not None:  # else the next search reads what the namespace holds
+        _held.put(key, known | {table})

@@ -39,6 +39,7 @@ class Context:
     entities: list[str] = field(default_factory=list)  # the query's entities, lowercased
     key_axis: bool = False
     window: tuple[datetime, datetime] | None = None
+    side_held: frozenset[str] = frozenset()  # the side tables (reads.SIDE_KEYS) the namespaces hold rows in
 
     def params(self, **more) -> dict:
         """The parameters every leg binds; a leg that reads the query vector adds `q=ctx.vector`."""

@@ -15,7 +15,7 @@ descent (the rows they pull in are checked against every filter) but are not ser
 from retrieval import knobs
 from retrieval.ingest import digests
 from retrieval.search.legs import TIE_BREAK, Context, Hit, vector
-from retrieval.store import clickhouse, reads
+from retrieval.store import clickhouse
 from retrieval.store.rows import RowId
 
 # The filters a digest can answer to itself: it has a writer (agent), a user and a session.
@@ -23,7 +23,7 @@ _DIGEST_FILTERS = {"agent", "user_id", "session_id"}
 
 
 def run(ctx: Context) -> list[Hit]:
-    if not reads.holds_any("session_summaries", ctx.org, ctx.namespaces):
+    if "session_summaries" not in ctx.side_held:
         return []
     filters = set(ctx.eligible.params)
     # The digest's own columns, named after the request's filters (names from _DIGEST_FILTERS, values bound).

@@ -10,9 +10,9 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from retrieval.store import namespaces
+from retrieval.store import clickhouse, namespaces
 from tenancy.access import Scope
 from tenancy.models import ApiToken, Membership, Org
 from tenancy.roles import Role
@@ -26,8 +26,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1", help="where the server will listen (for the message)")
         parser.add_argument("--port", default="8000")
+        parser.add_argument("--workers", type=int, default=1, help="the app processes that will serve (gunicorn)")
 
-    def handle(self, *args, host, port, **options):
+    def handle(self, *args, host, port, workers, **options):
+        if workers > 1 and clickhouse.backend() == "embedded":
+            raise CommandError(
+                f"WORKERS={workers}: the embedded engine serves from one process (it owns its data directory); "
+                "set LOOM_CLICKHOUSE_URL to a ClickHouse server for several, or raise THREADS instead"
+            )
         path = settings.VAR_DIR / "demo-credentials.json"
         saved = json.loads(path.read_text()) if path.exists() else {}
         org, _ = Org.objects.get_or_create(name=ORG)
