@@ -217,10 +217,10 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     searched, skipped = reach.namespaces_searched(scope, request)
     embedder = get_embedder()
     estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
+    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched)
     vector_mirror.sync(scope.org, searched, embedder.model_name)  # other processes' writes, before any leg reads
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
-    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched)
     degraded = []
     work = spelling.Work()
     try:
