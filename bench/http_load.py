@@ -2,11 +2,13 @@
 read back.
 
     .venv/bin/python bench/http_load.py [--clients 8] [--seconds 20] [--memories 2000] [--configs embedded server:4]
+                                        [--write-every 5]
 
 Each config is served as `make run` serves (gunicorn, 8 threads per worker, fake 384-d embedder):
 `embedded` on the embedded engine (one worker), `server:N` with N workers on a ClickHouse HTTP server on loopback
-(tests/chserver.py). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: four
-searches (LoCoMo questions, `fast` budget) to one write of a fresh key, as fast as answers come. After the run every
+(tests/chserver.py). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: searches
+(LoCoMo questions, `fast` budget) and every `--write-every`th request (5; 0: none) a write of a fresh key, as fast
+as answers come. After the run every
 acknowledged write is read back (memory.bulk_get, through any worker). The baseline, timed in the same run against
 the same server: `GET /v1/health`, the cheapest request the app answers.
 """
@@ -88,7 +90,7 @@ def preload(served: Served, turns: list[str], count: int) -> None:
             client.post("/v1/memory.set", json={"items": items}).raise_for_status()
 
 
-def load(served: Served, questions: list[str], clients: int, seconds: float) -> dict:
+def load(served: Served, questions: list[str], clients: int, seconds: float, write_every: int) -> dict:
     latencies, errors, acknowledged = [], [], []
     lock, deadline = threading.Lock(), time.monotonic() + seconds
 
@@ -97,7 +99,7 @@ def load(served: Served, questions: list[str], clients: int, seconds: float) -> 
             step = 0
             while time.monotonic() < deadline:
                 step += 1
-                writing = step % 5 == 0
+                writing = bool(write_every) and step % write_every == 0
                 key = f"load-{number}-{step}"
                 body = (
                     {
@@ -167,9 +169,11 @@ def main():
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--configs", nargs="+", default=["embedded", "server:4"])
+    parser.add_argument("--write-every", type=int, default=5, help="every Nth request writes (0: searches only)")
     args = parser.parse_args()
     turns, questions = corpus()
-    print(f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories preloaded; 4 searches to 1 write; ms")
+    mix = f"1 write in {args.write_every}" if args.write_every else "searches only"
+    print(f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories preloaded; {mix}; ms")
     print(
         f"{'config':>10} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
         f"{'health/s':>9}"
@@ -180,7 +184,7 @@ def main():
         served = Served(int(workers or 1), server.url if server else None)
         try:
             preload(served, turns, args.memories)
-            result = load(served, questions, args.clients, args.seconds)
+            result = load(served, questions, args.clients, args.seconds, args.write_every)
             health = baseline(served, args.clients, min(args.seconds, 5))
         finally:
             served.stop()
