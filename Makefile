@@ -45,6 +45,8 @@ test: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/search.py --backend server
+	$(BIN)/python bench/http_load.py
 
 bench-quality: $(VENV)/.dev
 	LOOM_EMBEDDING_MODEL=local LOOM_MEMORY_SEARCH_DEFAULT_MODE=hybrid $(BIN)/python bench/quality.py

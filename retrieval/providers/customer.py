@@ -356,11 +356,11 @@ def _hold_key(request) -> tuple:
 
 def _held(request) -> None:
     key = _hold_key(request)
-    if key not in _holds:
+    until, message, refusal = _holds.get(key, (0.0, "", None))
+    if refusal is None:
         return
-    until, message, refusal = _holds[key]
     if time.monotonic() >= until:
-        del _holds[key]
+        _holds.pop(key, None)  # another thread may have ended it first
         return
     raise refusal(f"held, nothing sent: {message}")
 
