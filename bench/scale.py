@@ -1,0 +1,172 @@
+"""The vector leg's scan at scale: a namespace's in-process mirror (retrieval/store/vector_mirror.py) at 10k, 100k
+and 1M rows, and 1M rows over 1,000 namespaces, against numpy and the memory-bandwidth bound.
+
+    .venv/bin/python bench/scale.py [--sizes 10000 100000 1000000] [--spread 1000000:1000] [--queries 200]
+
+A component benchmark: `Vectors.top()` itself, what an unfiltered search's vector leg runs on either backend,
+without the rest of the search (bench/search.py times whole searches). Rows are synthetic unit vectors, 384-d, in
+200 clusters (a mirror is exact, so the data's shape changes its time, not its answer); a query is a row plus
+noise. Reported per size: p50 and p95 of `top()` (the value axis, as a namespace without the key axis searches;
+pool 100); recall@10 of its order against
+numpy's exact top-10 of the same scores; numpy's `X @ q` with an argpartition over the value matrix alone (the
+baseline, same run); the bandwidth bound, the bytes a full float32 scan of the value matrix reads divided by the
+memory bandwidth measured in the same run (a large array copy); and the process's RSS growth when the mirror was
+built. `--spread N:M` spreads N rows over M namespaces and times a search of one namespace, chosen at random.
+"""
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.scratch import scratch_dir
+
+os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-scale-")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+
+import django
+
+django.setup()
+
+import numpy as np
+
+from retrieval.store.vector_mirror import Vectors
+
+DIM = 384
+POOL = 100
+DATED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def vectors(count: int, rng) -> np.ndarray:
+    centers = rng.standard_normal((200, DIM)).astype(np.float32)
+    return unit(centers[rng.integers(0, 200, count)] + 0.6 * rng.standard_normal((count, DIM)).astype(np.float32))
+
+
+def mirror(namespace: str, values: np.ndarray, keys: np.ndarray) -> Vectors:
+    """A mirror of these rows, added as the write path's notices add them (50,000 at a time)."""
+    built = Vectors()
+    step = 50_000
+    for start in range(0, len(values), step):
+        rows = [
+            {
+                "namespace": namespace,
+                "memory_key": f"m{i}",
+                "agent": "default",
+                "session_id": "",
+                "version": 1,
+                "value_vector": values[i],
+                "key_vector": keys[i],
+                "duplicate_of": "",
+                "user_id": "",
+                "run_id": "",
+                "memory_type": "fact",
+                "tags": [],
+                "category": "",
+                "entities": [],
+                "source_class": "",
+                "confidence": 1.0,
+                "sensitivity": "low",
+                "dated_at": DATED,
+            }
+            for i in range(start, min(start + step, len(values)))
+        ]
+        built.add(rows)
+    return built
+
+
+def bandwidth_gbs() -> float:
+    """Bytes per second a large copy moves (read + write), the best of three."""
+    block, into = np.ones(64 << 20, dtype=np.float32), np.zeros(64 << 20, dtype=np.float32)  # 256 MB each, touched
+    best = min(_timed(lambda: np.copyto(into, block)) for _ in range(3))
+    return 2 * block.nbytes / best / 1e9
+
+
+def _timed(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def timed_searches(searched: list[tuple[Vectors, np.ndarray, np.ndarray]]) -> tuple[list, list, list]:
+    """For each (mirror, its value matrix, query): top()'s ms, numpy's ms, and top()'s recall@10."""
+    ours, base, recall = [], [], []
+    for built, values, q in searched:
+        start = time.perf_counter()
+        top = built.top(q, False, POOL)
+        ours.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        scores = values @ q
+        np.argpartition(-scores, 9)[:10]
+        base.append((time.perf_counter() - start) * 1000)
+        truth = {f"m{i}" for i in np.argsort(-scores)[:10]}
+        recall.append(len({hit[0].memory_key for hit in top[:10]} & truth) / 10)
+    return ours, base, recall
+
+
+def report(label: str, ours, base, recall, rows: int, bound_ms: float, grown_mb: float) -> None:
+    p50, p95 = np.percentile(ours, 50), np.percentile(ours, 95)
+    print(
+        f"{label:>16} {rows:>9,} {p50:>8.2f} {p95:>8.2f} {np.mean(recall):>7.3f} {np.percentile(base, 50):>9.2f} "
+        f"{bound_ms:>9.2f} {p50 / np.percentile(base, 50):>6.2f} {grown_mb:>8.0f}"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--spread", default="1000000:1000", help="N:M, N rows over M namespaces ('' to skip)")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    bandwidth = bandwidth_gbs()
+    print(
+        f"the vector leg's scan (Vectors.top, value axis, pool {POOL}), {DIM}-d; memory bandwidth "
+        f"{bandwidth:.1f} GB/s; ms"
+    )
+    print(
+        f"{'namespaces':>16} {'rows':>9} {'p50':>8} {'p95':>8} {'R@10':>7} {'numpy p50':>9} {'bound':>9} "
+        f"{'ratio':>6} {'RSS +MB':>8}"
+    )
+    for size in args.sizes:
+        values, keys = vectors(size, rng), vectors(size, rng)
+        before = rss_mb()
+        built = mirror("ns", values, keys)
+        grown = rss_mb() - before
+        queries = unit(values[rng.integers(0, size, args.queries)] + 0.3 * rng.standard_normal((args.queries, DIM)))
+        ours, base, recall = timed_searches([(built, values, q) for q in queries])
+        report("1", ours, base, recall, size, values.nbytes / (bandwidth * 1e9) * 1000, grown)
+        del built, values, keys
+    if args.spread:
+        total, count = (int(part) for part in args.spread.split(":"))
+        per = total // count
+        before = rss_mb()
+        spaces = []
+        for n in range(count):
+            values, keys = vectors(per, rng), vectors(per, rng)
+            spaces.append((mirror(f"ns{n}", values, keys), values))
+        grown = rss_mb() - before
+        searched = []
+        for pick in rng.integers(0, count, args.queries):
+            built, values = spaces[pick]
+            searched.append(
+                (built, values, unit(values[rng.integers(0, per)][None, :] + 0.3 * rng.standard_normal((1, DIM)))[0])
+            )
+        ours, base, recall = timed_searches(searched)
+        report(f"{count:,}", ours, base, recall, total, per * DIM * 4 / (bandwidth * 1e9) * 1000, grown)
+
+
+if __name__ == "__main__":
+    main()
