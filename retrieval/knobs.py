@@ -62,6 +62,21 @@ _knob(
     maximum=1,
 )
 _knob(
+    "LOOM_MEMORY_SEARCH_CODES_MIN_ROWS",
+    50_000,
+    "plan",
+    "from this many live rows a mirror scans int8 codes first and rescores the best at full precision "
+    "(4x fewer bytes read; below it the exact float32 scan is as fast); 0 turns codes off",
+    minimum=0,
+)
+_knob(
+    "LOOM_MEMORY_SEARCH_CODES_CANDIDATES",
+    1000,
+    "plan",
+    "rows the codes pass keeps for exact rescoring (at least the pool, plus a margin)",
+    minimum=1,
+)
+_knob(
     "LOOM_MEMORY_SEARCH_POOL_MULTIPLIER",
     4,
     "plan",

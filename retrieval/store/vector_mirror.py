@@ -34,6 +34,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 import numpy as np
+import simsimd
 from django.conf import settings
 
 from retrieval.language import text
@@ -61,6 +62,10 @@ class Vectors:
         self.meta: list[dict] = []
         self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
         self.values = self.keys = None  # (capacity, dim) float32, made on the first add
+        # The value vectors as int8 codes, each row scaled by its largest component (`scales`): a large mirror scans
+        # these first and rescores the best rows at full precision (`_codes_first`).
+        self.codes = np.zeros((0, 0), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
         self.visible = np.zeros(0, dtype=bool)  # live, not a reflection, not a duplicate
         self.dated = np.zeros(0, dtype="datetime64[ms]")  # each row's dated_at, for a dated question's rows
         # Each row's write scope (agent, user, session, run), coded: the write gates compare within one.
@@ -92,6 +97,7 @@ class Vectors:
                 self.meta[at] = {name: row[name] for name in META}
                 self.shown[at] = shown.get(_identity(row)) or self.shown[at]
                 self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
+                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
                 self.dated[at] = _ms(row["dated_at"])
         if not fresh:
             return
@@ -99,6 +105,7 @@ class Vectors:
         self._reserve(end, len(fresh[0][1]["value_vector"]))
         self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
         self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
+        self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
         self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
         self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
         codes = self.scope_ids
@@ -136,6 +143,13 @@ class Vectors:
             if old is not None:
                 grown[: len(self.ids)] = old[: len(self.ids)]
             setattr(self, name, grown)
+        codes = np.zeros((capacity, dim), dtype=np.int8)
+        if self.ids:  # the first add finds none, and no dimension yet
+            codes[: len(self.ids)] = self.codes[: len(self.ids)]
+        self.codes = codes
+        scales = np.zeros(capacity, dtype=np.float32)
+        scales[: len(self.ids)] = self.scales[: len(self.ids)]
+        self.scales = scales
         visible = np.zeros(capacity, dtype=bool)
         visible[: len(self.ids)] = self.visible[: len(self.ids)]
         self.visible = visible
@@ -149,7 +163,7 @@ class Vectors:
     @property
     def nbytes(self) -> int:
         """The vector matrices' allocation: what a mirror weighs against LOOM_VECTOR_MIRROR_MAX_BYTES."""
-        return 0 if self.values is None else self.values.nbytes + self.keys.nbytes
+        return 0 if self.values is None else self.values.nbytes + self.keys.nbytes + self.codes.nbytes
 
     def retire(self, ids: list[RowId]) -> None:
         with self.lock:
@@ -168,17 +182,36 @@ class Vectors:
         if size == 0:
             return []
         visible = self.visible[:size]
-        value = self.values[:size] @ vector
-        key = self.keys[:size] @ vector if key_axis else np.zeros_like(value)
-        best = np.where(visible, np.maximum(value, key), -np.inf)
         count = int(visible.sum())
         take = min(count, pool + 32)  # a margin, so rows tied at the cut are all considered
         if take == 0:
             return []
-        chosen = np.argpartition(-best, take - 1)[:take] if take < size else np.arange(size)
-        chosen = [int(i) for i in chosen if visible[i]]
-        ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[i])))[:pool]
-        return [(self.ids[i], float(value[i]), float(key[i]), self.meta[i]) for i in ordered]
+        codes_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS
+        if not key_axis and codes_from and size >= codes_from:
+            rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES))
+            value, key = self.values[rows] @ vector, np.zeros(len(rows), dtype=np.float32)
+        else:
+            rows = np.arange(size)
+            value = self.values[:size] @ vector
+            key = self.keys[:size] @ vector if key_axis else np.zeros_like(value)
+        best = np.where(visible[rows], np.maximum(value, key), -np.inf)
+        chosen = np.argpartition(-best, take - 1)[:take] if take < len(rows) else np.arange(len(rows))
+        chosen = [int(i) for i in chosen if best[i] > -np.inf]
+        ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[rows[i]])))[:pool]
+        return [(self.ids[rows[i]], float(value[i]), float(key[i]), self.meta[rows[i]]) for i in ordered]
+
+    def _codes_first(self, vector: np.ndarray, candidates: int) -> np.ndarray:
+        """The positions of the `candidates` visible rows whose int8 codes score best against the query's: one pass
+        over a quarter of the bytes of the float32 scan (simsimd's int8 dot product), which the caller rescores at
+        full precision. int8 codes of unit vectors keep the order of all but near-tied rows, and the candidates are
+        many times the pool (`bench/scale.py` measures the recall)."""
+        size = len(self.ids)
+        query = _coded(vector[None, :])[0]  # its scale orders no row differently
+        approx = np.asarray(simsimd.cdist(query, self.codes[:size], metric="dot", threads=0), dtype=np.float32)[0]
+        approx = np.where(self.visible[:size], approx * self.scales[:size], -np.inf)
+        if candidates >= size:
+            return np.arange(size)
+        return np.argpartition(-approx, candidates - 1)[:candidates]
 
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
         """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
@@ -243,6 +276,12 @@ class Vectors:
                             found[index] = (self.ids[rows[at]].memory_key, float(sims[line, at]))
                             break
         return found
+
+
+def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes of these rows, each scaled so its largest component is 127, and each row's scale back."""
+    largest = np.maximum(np.abs(vectors).max(axis=1), 1e-12)
+    return np.round(vectors * (127 / largest)[:, None]).astype(np.int8), (largest / 127).astype(np.float32)
 
 
 # A hit's columns that the vector row already carries.

@@ -1,0 +1,52 @@
+"""Synthetic unit vectors and a vector mirror built from them, for the codes-first test and bench/scale.py."""
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from retrieval.store.vector_mirror import Vectors
+
+DIM = 384
+DATED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def vectors(count: int, rng) -> np.ndarray:
+    """`count` unit vectors in 200 clusters."""
+    centers = rng.standard_normal((200, DIM)).astype(np.float32)
+    return unit(centers[rng.integers(0, 200, count)] + 0.6 * rng.standard_normal((count, DIM)).astype(np.float32))
+
+
+def mirror(namespace: str, values: np.ndarray, keys: np.ndarray) -> Vectors:
+    """A mirror of these rows (keys m0, m1, ...), added as the write path's notices add them, 50,000 at a time."""
+    built = Vectors()
+    step = 50_000
+    for start in range(0, len(values), step):
+        rows = [
+            {
+                "namespace": namespace,
+                "memory_key": f"m{i}",
+                "agent": "default",
+                "session_id": "",
+                "version": 1,
+                "value_vector": values[i],
+                "key_vector": keys[i],
+                "duplicate_of": "",
+                "user_id": "",
+                "run_id": "",
+                "memory_type": "fact",
+                "tags": [],
+                "category": "",
+                "entities": [],
+                "source_class": "",
+                "confidence": 1.0,
+                "sensitivity": "low",
+                "dated_at": DATED,
+            }
+            for i in range(start, min(start + step, len(values)))
+        ]
+        built.add(rows)
+    return built
