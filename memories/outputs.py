@@ -338,8 +338,9 @@ class SearchOut(serializers.Serializer):
         help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
         "spelled), query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed), "
         "names_checked (the names the query is about) and names_found (those a live row mentions: when it names "
-        "some and finds none, the search abstains with entity_absent), and fallback (the weak-pass fallback's "
-        "rounds, LLM calls, and why it did not run)."
+        "some and finds none, the search abstains with entity_absent), fallback (the weak-pass fallback's "
+        "rounds, LLM calls, and why it did not run), retrieval_cost_estimate, and vector_read (clickhouse, mirror "
+        "or codes: how the vector leg read)."
     )
 
 
@@ -408,6 +409,10 @@ class SearchTraceOut(serializers.Serializer):
     candidates_total = serializers.IntegerField()
     embedding_model = serializers.CharField()
     key_axis = serializers.BooleanField()
+    vector_read = serializers.CharField(
+        help_text="How the vector leg read: clickhouse (an exact scan in SQL), mirror (the exact scan of the "
+        "process's copy), codes (int8 codes first, the best rescored at full precision), empty when it did not run."
+    )
     thresholds = serializers.DictField()
     degraded = serializers.ListField(child=serializers.CharField())
     query_spellings = serializers.DictField(

@@ -183,3 +183,17 @@ def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings
     assert [[hit[0] for hit in top[:10]] for top in coded] == [[hit[0] for hit in top[:10]] for top in exact]
     assert all(abs(a[1] - b[1]) < 1e-6 for top, other in zip(coded, exact) for a, b in zip(top[:10], other[:10]))
     assert all(built.ids[3] not in [hit[0] for hit in top] for top in coded)
+
+
+def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings):
+    agent.set(*ROWS)
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "clickhouse"
+    settings.LOOM_VECTOR_MIRROR = True
+    wait_for_mirror(agent)
+    assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "mirror"
+    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
+    coded = agent.search("production deploys").json
+    assert coded["retrieval_work"]["vector_read"] == "codes" and coded["hits"][0]["memory_key"] == "k00"
+    traced = agent.call("memory.search_trace", {"query": "production deploys"}, agent.token).json
+    assert traced["vector_read"] == "codes"

@@ -152,6 +152,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
             **_names_work(prepared.names),
             "fallback": asdict(spent),
             "retrieval_cost_estimate": prepared.cost_estimate,
+            "vector_read": ctx.vector_read,
         },
     )
     if request.paging:
@@ -200,6 +201,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
         "candidates_total": len(candidates),
         "embedding_model": ctx.model,
         "key_axis": ctx.key_axis,
+        "vector_read": ctx.vector_read,
         "thresholds": prepared.gates.as_dict(),
         "degraded": degraded,
         **asdict(prepared.work),

@@ -186,8 +186,7 @@ class Vectors:
         take = min(count, pool + 32)  # a margin, so rows tied at the cut are all considered
         if take == 0:
             return []
-        codes_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS
-        if not key_axis and codes_from and size >= codes_from:
+        if self.coded(key_axis):
             rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES))
             value, key = self.values[rows] @ vector, np.zeros(len(rows), dtype=np.float32)
         else:
@@ -199,6 +198,12 @@ class Vectors:
         chosen = [int(i) for i in chosen if best[i] > -np.inf]
         ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[rows[i]])))[:pool]
         return [(self.ids[rows[i]], float(value[i]), float(key[i]), self.meta[rows[i]]) for i in ordered]
+
+    def coded(self, key_axis: bool) -> bool:
+        """Whether a search reads codes first: a mirror of LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows or more, searched
+        without the key axis (whose key vectors have no codes)."""
+        codes_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS
+        return not key_axis and bool(codes_from) and len(self.ids) >= codes_from
 
     def _codes_first(self, vector: np.ndarray, candidates: int) -> np.ndarray:
         """The positions of the `candidates` visible rows whose int8 codes score best against the query's: one pass

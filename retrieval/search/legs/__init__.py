@@ -40,6 +40,7 @@ class Context:
     key_axis: bool = False
     window: tuple[datetime, datetime] | None = None
     side_held: frozenset[str] = frozenset()  # the side tables (reads.SIDE_KEYS) the namespaces hold rows in
+    vector_read: str = ""  # set by the vector leg: clickhouse (an exact scan in SQL), mirror, or codes (codes-first)
 
     def params(self, **more) -> dict:
         """The parameters every leg binds; a leg that reads the query vector adds `q=ctx.vector`."""

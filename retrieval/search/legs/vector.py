@@ -33,6 +33,7 @@ def run(ctx: Context):
     mirrored = _from_mirror(ctx)
     if mirrored is not None:
         return mirrored
+    ctx.vector_read = "clickhouse"
     rows = clickhouse.query(
         f"""
         SELECT {select(ctx)}
@@ -66,6 +67,7 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     mirrors = mirrored(ctx)
     if mirrors is None:
         return None
+    ctx.vector_read = "codes" if any(mirror.coded(ctx.key_axis) for mirror in mirrors) else "mirror"
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
     best.sort(key=lambda hit: (-max(hit[1], hit[2]), name_order(hit[0])))
     return [
