@@ -5,13 +5,13 @@ and 1M rows, and 1M rows over 1,000 namespaces, against numpy and the memory-ban
 
 A component benchmark: `Vectors.top()` itself, what an unfiltered search's vector leg runs on either backend,
 without the rest of the search (bench/search.py times whole searches). Rows are synthetic unit vectors, 384-d, in
-200 clusters (a mirror is exact, so the data's shape changes its time, not its answer); a query is a row plus
-noise. Reported per size: p50 and p95 of `top()` (the value axis, as a namespace without the key axis searches;
-pool 100); recall@10 of its order against
-numpy's exact top-10 of the same scores; numpy's `X @ q` with an argpartition over the value matrix alone (the
-baseline, same run); the bandwidth bound, the bytes a full float32 scan of the value matrix reads divided by the
-memory bandwidth measured in the same run (a large array copy); and the process's RSS growth when the mirror was
-built. `--spread N:M` spreads N rows over M namespaces and times a search of one namespace, chosen at random.
+200 clusters; a query is a row plus noise. Reported per size: p50 and p95 of `top()` (the value axis, as a
+namespace without the key axis searches; pool 100; codes-first from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows);
+recall@10 of its order against numpy's exact top-10 (codes-first is approximate until its rescoring); numpy's
+`X @ q` with an argpartition over the value matrix (the baseline, same run); the bandwidth bound, the bytes a
+float32 scan of the value matrix reads divided by the memory bandwidth a large array copy measures in the same
+run; and the process's RSS growth while the mirror was built. `--spread N:M` spreads N rows over M namespaces and
+times a search of one namespace, chosen at random.
 """
 
 import argparse
