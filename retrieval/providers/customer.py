@@ -211,7 +211,8 @@ def _answered(response) -> None:
     if response.request.url.host not in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
         return
     if response.status_code < 400:
-        _holds.pop(_hold_key(response.request), None)
+        if _holds:  # most answers end no hold: parse no request body for them
+            _holds.pop(_hold_key(response.request), None)
         return
     response.read()
     try:
@@ -256,7 +257,7 @@ def _attribute(request) -> None:
         request.headers.pop(name, None)
     if request.url.host in settings.LOOM_INFERENCE_GATEWAY_HOSTS:
         request.headers.update(headers)
-        if _in_job.get():
+        if _holds and _in_job.get():
             _held(request)
 
 
