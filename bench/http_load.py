@@ -4,7 +4,7 @@ read back.
     .venv/bin/python bench/http_load.py [--clients 8] [--seconds 20] [--memories 2000] [--configs embedded server:4]
                                         [--write-every 5]
 
-Each config is served as `make run` serves (gunicorn, 8 threads per worker, fake 384-d embedder):
+Each config is served by `make run` itself (gunicorn, 8 threads per worker; the fake 384-d embedder):
 `embedded` on the embedded engine (one worker), `server:N` with N workers on a ClickHouse HTTP server on loopback
 (tests/chserver.py). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: searches
 (LoCoMo questions, `fast` budget) and every `--write-every`th request (5; 0: none) a write of a fresh key, as fast
@@ -16,6 +16,7 @@ the same server: `GET /v1/health`, the cheapest request the app answers.
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -34,50 +35,41 @@ from tests.scratch import scratch_dir
 
 
 class Served:
-    """The app as `make run` serves it, in a scratch var/ directory."""
+    """`make run` itself (PORT, WORKERS), in a scratch var/ directory, with the fake embedder."""
 
     def __init__(self, workers: int, clickhouse_url: str | None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("LOOM_")},
-            "LOOM_VAR_DIR": scratch_dir("loom-bench-http-"),
+        var = scratch_dir("loom-bench-http-")
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))},
+            "LOOM_VAR_DIR": var,
             "LOOM_EMBEDDING_MODEL": "fake-ngram-384",
             **({"LOOM_CLICKHOUSE_URL": clickhouse_url} if clickhouse_url else {}),
         }
-        python = sys.executable
-        subprocess.run(
-            [python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=self.env, check=True, capture_output=True
-        )
-        subprocess.run(
-            [python, "manage.py", "loom_bootstrap", "--workers", str(workers)],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-            capture_output=True,
-        )
-        credentials = json.loads((Path(self.env["LOOM_VAR_DIR"]) / "demo-credentials.json").read_text())
-        self.headers = {"Authorization": f"Bearer {credentials['token']}"}
         self.process = subprocess.Popen(
-            [str(Path(python).parent / "gunicorn"), "loom_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
-            + ["--workers", str(workers), "--threads", "8", "--graceful-timeout", "10"],
+            ["make", "--no-print-directory", "run", f"PORT={self.port}", f"WORKERS={workers}"],
             cwd=ROOT,
-            env=self.env,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # stop() signals make and the gunicorn it runs together
         )
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
+                    credentials = json.loads((Path(var) / "demo-credentials.json").read_text())
+                    self.headers = {"Authorization": f"Bearer {credentials['token']}"}
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError("the app did not answer /v1/health within 120 s")
+        self.stop()
+        raise RuntimeError("make run did not answer /v1/health within 120 s")
 
     def stop(self) -> None:
-        self.process.terminate()
+        os.killpg(self.process.pid, signal.SIGTERM)
         self.process.wait(timeout=30)
 
 
