@@ -18,19 +18,10 @@ class GeminiEmbedder:
         self._url = f"{settings.LOOM_GEMINI_BASE_URL.rstrip('/')}/v1beta/models/{model}:batchEmbedContents"
 
     def embed(self, text: str) -> np.ndarray:
-        """The query path: whitespace-normalised, bounded per attempt, then EmbedTimeout (503 EMBED_TIMEOUT)."""
+        """The query path (remote.bounded_query): bounded per attempt, then EmbedTimeout (503 EMBED_TIMEOUT)."""
         import httpx2
 
-        bound = settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S
-        attempts = 1 + settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES
-        try:
-            return self._embed([" ".join(text.split())], bound, attempts)[0]
-        except remote.ProviderError as exc:
-            if isinstance(exc.__cause__, remote.Transient) and isinstance(
-                exc.__cause__.__cause__, httpx2.TimeoutException
-            ):
-                raise remote.EmbedTimeout(f"gemini: no embedding within {attempts} x {bound} s") from exc
-            raise
+        return remote.bounded_query("gemini", self._embed, text, httpx2.TimeoutException)
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -21,18 +21,8 @@ class OpenAIEmbedder:
         )
 
     def embed(self, text: str) -> np.ndarray:
-        """The query path: whitespace-normalised, bounded per attempt, then EmbedTimeout (503 EMBED_TIMEOUT)."""
-        normalised = " ".join(text.split())
-        bound = settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S
-        attempts = 1 + settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES
-        try:
-            return self._embed([normalised], timeout=bound, attempts=attempts)[0]
-        except remote.ProviderError as exc:
-            if isinstance(exc.__cause__, remote.Transient) and isinstance(
-                exc.__cause__.__cause__, openai.APITimeoutError
-            ):
-                raise remote.EmbedTimeout(f"openai: no embedding within {attempts} x {bound} s") from exc
-            raise
+        """The query path (remote.bounded_query): bounded per attempt, then EmbedTimeout (503 EMBED_TIMEOUT)."""
+        return remote.bounded_query("openai", self._embed, text, openai.APITimeoutError)
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         """The write path: raw text, in batches of 100."""

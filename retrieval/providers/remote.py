@@ -123,6 +123,20 @@ def _retrying(provider: str, send, attempts: int | None, max_wait_s: float | Non
     raise AssertionError("unreachable")
 
 
+def bounded_query(provider: str, embed, text: str, timed_out: type[BaseException]) -> np.ndarray:
+    """A query's embedding, the way every remote embedder makes it: whitespace-normalised, each attempt bounded by
+    LOOM_MEMORY_SEARCH_EMBED_BOUND_S, 1 + LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES attempts; all of them timing out
+    (`timed_out`: the SDK's timeout error) is EmbedTimeout (503 EMBED_TIMEOUT). `embed(texts, timeout, attempts)`."""
+    bound = settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S
+    attempts = 1 + settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES
+    try:
+        return embed([" ".join(text.split())], bound, attempts)[0]
+    except ProviderError as exc:
+        if isinstance(exc.__cause__, Transient) and isinstance(exc.__cause__.__cause__, timed_out):
+            raise EmbedTimeout(f"{provider}: no embedding within {attempts} x {bound} s") from exc
+        raise
+
+
 def estimated_tokens(text: str) -> int:
     """An upper estimate of a BPE token count, offline (no tokenizer download).
 
