@@ -170,7 +170,7 @@ def _synthesize(scope: Scope, request: AskRequest, evidence: list[dict], answer:
     answer["model_tier"], model = tier(answer, query.analyse(request.search.query), evidence)
     llm = for_model(model)
     try:
-        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask"):
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.ask", request.search.user_id):
             result = llm.complete(
                 system,
                 prompt,

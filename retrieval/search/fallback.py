@@ -86,7 +86,7 @@ def run(scope: Scope, ctx: Context, pool: Pool, gates: Gates, answerable: bool, 
         done.add(name)
         began, work.llm_calls = time.monotonic(), work.llm_calls + 1
         try:
-            with customer.for_org(scope.org, scope.namespace, scope.subject, name):
+            with customer.for_org(scope.org, scope.namespace, scope.subject, name, ctx.request.user_id):
                 queries = _ROUNDS[name](
                     client, ctx.request.searched, min(left, settings.LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S)
                 )

@@ -66,7 +66,9 @@ def skipped(name: str, top_similarity: float, skip_above: float) -> str | None:
     return None
 
 
-def apply(scope: Scope, name: str, query: str, ranked: list[Candidate], degraded: list[str]) -> list[Candidate]:
+def apply(
+    scope: Scope, name: str, query: str, ranked: list[Candidate], degraded: list[str], user_id: str = ""
+) -> list[Candidate]:
     """The pool in the reranker's order (its head rescored as the spec says), or in the fused order if it cannot."""
     head = [c for c in ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS] if c.row is not None]
     if len(head) < 2:
@@ -75,7 +77,7 @@ def apply(scope: Scope, name: str, query: str, ranked: list[Candidate], degraded
         (c.chunk["text"] if c.source == "chunk" and c.chunk else c.row["value"])[:DOCUMENT_CHARS] for c in head
     ]
     try:
-        with customer.for_org(scope.org, scope.namespace, scope.subject, "rerank"):
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "rerank", user_id):
             order = _order(name, query, documents)
     except customer.ModelCallRefused as exc:
         degraded.append(f"rerank:{name}:{exc.code.lower()}")
@@ -209,4 +211,4 @@ def order(scope: Scope, ctx: Context, ranked: list[Candidate], gates: Gates, deg
     if note := skipped(ctx.plan.rerank, max((c.similarity for c in ranked), default=0.0), gates.rerank_skip):
         return ranked, note
     hydrate(ctx.org, ranked[: settings.LOOM_RERANK_MAX_DOCUMENTS], ctx.model)  # the reranker reads the rows' text
-    return apply(scope, ctx.plan.rerank, ctx.request.searched, ranked, degraded), None
+    return apply(scope, ctx.plan.rerank, ctx.request.searched, ranked, degraded, ctx.request.user_id), None
