@@ -6,6 +6,7 @@ silent default: `LOOM_X=ture` is an error, not `False`.
 
 import json
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -128,6 +129,16 @@ def check_refusals(raw: str) -> None:
             raise ImproperlyConfigured(
                 f"LOOM_INFERENCE_IDENTITY_REFUSALS_JSON entry {entry}: needs a status and a code, type or message"
             )
+
+
+def check_cluster(cluster: str, url: str, nodes: list[str]) -> None:
+    """LOOM_CLICKHOUSE_CLUSTER: a cluster name as the server's remote_servers spells it, served through a server."""
+    if cluster and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cluster):
+        raise ImproperlyConfigured(f"LOOM_CLICKHOUSE_CLUSTER={cluster!r} is not a plain identifier")
+    if cluster and not url:
+        raise ImproperlyConfigured("LOOM_CLICKHOUSE_CLUSTER needs LOOM_CLICKHOUSE_URL (a node of the cluster)")
+    if nodes and not cluster:
+        raise ImproperlyConfigured("LOOM_CLICKHOUSE_CLUSTER_NODES needs LOOM_CLICKHOUSE_CLUSTER")
 
 
 def check_rerank_endpoints(raw: str) -> None:

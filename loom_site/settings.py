@@ -145,6 +145,11 @@ LOGGING = {
 LOOM_DATA_DIR = env.string("LOOM_DATA_DIR", str(VAR_DIR / "clickhouse"))
 LOOM_CLICKHOUSE_URL = env.string("LOOM_CLICKHOUSE_URL")
 LOOM_CLICKHOUSE_DATABASE = env.string("LOOM_CLICKHOUSE_DATABASE", "loom")
+# A cluster of LOOM_CLICKHOUSE_URL's remote_servers: tables sharded by (org, namespace) (retrieval/store/cluster.py).
+# Its DDL goes ON CLUSTER (Keeper, replicated tables) unless every node's URL is listed in ..._NODES.
+LOOM_CLICKHOUSE_CLUSTER = env.string("LOOM_CLICKHOUSE_CLUSTER")
+LOOM_CLICKHOUSE_CLUSTER_NODES = env.strings("LOOM_CLICKHOUSE_CLUSTER_NODES")
+env.check_cluster(LOOM_CLICKHOUSE_CLUSTER, LOOM_CLICKHOUSE_URL, LOOM_CLICKHOUSE_CLUSTER_NODES)
 
 # --- Requests and the write path --------------------------------------------
 LOOM_REQUEST_MAX_BYTES = env.integer("LOOM_REQUEST_MAX_BYTES", 36 * 1024 * 1024, minimum=1024)

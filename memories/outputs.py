@@ -226,7 +226,7 @@ class CalibrationOut(serializers.Serializer):
 
 class ClickHouseHealthOut(serializers.Serializer):
     ok = serializers.BooleanField()
-    backend = serializers.CharField()
+    backend = serializers.ChoiceField(choices=["embedded", "server", "cluster"])
     version = serializers.CharField(allow_null=True)
     error = serializers.CharField(required=False)
 

@@ -6,7 +6,11 @@ imports `chdb`, load `chdb/_chdb.abi3.so` directly, start the listeners from a
 config.xml in the working directory, and park the thread on a long query.
 This relies on chDB internals: requirements.txt pins chdb-core exactly.
 
-    python tests/chserver.py HTTP_PORT TCP_PORT DATA_DIR WORK_DIR
+    python tests/chserver.py HTTP_PORT TCP_PORT DATA_DIR WORK_DIR [CONFIG_XML_FRAGMENT]
+
+`Cluster` starts several, each a shard of one `remote_servers` cluster: what the
+cluster path (retrieval/store/cluster.py) is tested on. This engine has no
+Keeper, so its shards have no replicas.
 """
 
 import ctypes
@@ -29,13 +33,14 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, root: str):
-        self.http_port, self.tcp_port = free_port(), free_port()
+    def __init__(self, root: str, config: str = "", ports: tuple[int, int] | None = None):
+        self.http_port, self.tcp_port = ports or (free_port(), free_port())
         self.url = f"http://127.0.0.1:{self.http_port}"
+        os.makedirs(root, exist_ok=True)
         data, work = os.path.join(root, "data"), os.path.join(root, "work")
         self.log = open(os.path.join(root, "server.log"), "wb")  # noqa: SIM115 -- the server's, closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, __file__, str(self.http_port), str(self.tcp_port), data, work],
+            [sys.executable, __file__, str(self.http_port), str(self.tcp_port), data, work, config],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -61,7 +66,33 @@ class Server:
         self.log.close()
 
 
-def _serve(http_port: str, tcp_port: str, data: str, work: str):
+class Cluster:
+    """`shards` servers, each one shard of the cluster `name` in every server's `remote_servers`, each keeping a
+    query_log (which statements reached which shard)."""
+
+    def __init__(self, root: str, name: str = "loom", shards: int = 2):
+        self.name = name
+        ports = [(free_port(), free_port()) for _ in range(shards)]
+        replicas = "".join(
+            f"<shard><replica><host>127.0.0.1</host><port>{tcp}</port></replica></shard>" for _, tcp in ports
+        )
+        config = f"<remote_servers><{name}>{replicas}</{name}></remote_servers>"
+        config += "<query_log><database>system</database><table>query_log</table></query_log>"  # who read what
+        self.servers = []
+        try:
+            for at, pair in enumerate(ports):
+                self.servers.append(Server(os.path.join(root, f"shard{at + 1}"), config, pair))
+        except Exception:
+            self.stop()
+            raise
+        self.urls = [server.url for server in self.servers]
+
+    def stop(self):
+        for server in self.servers:
+            server.stop()
+
+
+def _serve(http_port: str, tcp_port: str, data: str, work: str, extra: str = ""):
     so = os.path.join(sysconfig.get_paths()["purelib"], "chdb", "_chdb.abi3.so")
     ctypes.CDLL(so, mode=sys.getdlopenflags() | 0x8)  # RTLD_DEEPBIND, as chdb/__init__.py does
     os.chdir(os.path.dirname(so))
@@ -73,7 +104,7 @@ def _serve(http_port: str, tcp_port: str, data: str, work: str):
     with open("config.xml", "w") as config:
         config.write(
             f"<clickhouse><http_port>{http_port}</http_port><tcp_port>{tcp_port}</tcp_port>"
-            "<listen_host>127.0.0.1</listen_host></clickhouse>"
+            f"<listen_host>127.0.0.1</listen_host>{extra}</clickhouse>"
         )
     parent = os.getppid()
 
@@ -92,4 +123,4 @@ def _serve(http_port: str, tcp_port: str, data: str, work: str):
 
 
 if __name__ == "__main__":
-    _serve(*sys.argv[1:5])
+    _serve(*sys.argv[1:])

@@ -6,10 +6,10 @@ import pytest
 from django.test import Client
 
 from retrieval import caching
-from retrieval.store import clickhouse, schema
+from retrieval.store import clickhouse, cluster, schema
 from tenancy.models import ApiToken, Org
 from tenancy.roles import Role
-from tests.chserver import Server
+from tests.chserver import Cluster, Server
 
 
 @pytest.fixture(scope="session")
@@ -20,13 +20,38 @@ def clickhouse_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def clickhouse_cluster(tmp_path_factory):
+    """Two ClickHouse servers, each a shard of the cluster "loom", for the whole run."""
+    cluster = Cluster(str(tmp_path_factory.mktemp("clickhouse-cluster")))
+    yield cluster
+    cluster.stop()
+
+
 _migrated: set[str] = set()
 
 
-@pytest.fixture(params=["embedded", "server"])
+def pytest_generate_tests(metafunc):
+    """A test that uses `backend` runs once on the embedded engine and once on the ClickHouse server; marked
+    `cluster`, also on a two-shard cluster (retrieval/store/cluster.py). A test may name its own backends
+    (`@pytest.mark.parametrize("backend", ["server"], indirect=True)`)."""
+    named = any("backend" in marker.args[0] for marker in metafunc.definition.iter_markers("parametrize"))
+    if "backend" in metafunc.fixturenames and not named:
+        cluster = metafunc.definition.get_closest_marker("cluster") is not None
+        metafunc.parametrize("backend", ["embedded", "server"] + ["cluster"] * cluster, indirect=True)
+
+
+@pytest.fixture
 def backend(request):
-    """Runs the test once on the embedded engine and once on the ClickHouse server."""
-    dsn = None if request.param == "embedded" else request.getfixturevalue("clickhouse_server").url
+    """The engine the test runs on (see pytest_generate_tests): embedded, server, or cluster."""
+    dsn = None
+    if request.param == "server":
+        dsn = request.getfixturevalue("clickhouse_server").url
+    elif request.param == "cluster":
+        nodes = request.getfixturevalue("clickhouse_cluster").urls
+        settings = request.getfixturevalue("settings")
+        settings.LOOM_CLICKHOUSE_CLUSTER, settings.LOOM_CLICKHOUSE_CLUSTER_NODES = "loom", nodes
+        dsn = nodes[0]
     previous = clickhouse.use(dsn)
     if clickhouse.target() not in _migrated:
         schema.apply()
@@ -161,8 +186,8 @@ def local_embedder(backend, settings):
 
     settings.LOOM_EMBEDDING_MODEL = "local"
     embedders.get_embedder.cache_clear()
-    clickhouse.command("TRUNCATE TABLE embedder_calibration")
-    clickhouse.command("TRUNCATE TABLE namespace_calibration_result")
+    cluster.run("TRUNCATE TABLE embedder_calibration")
+    cluster.run("TRUNCATE TABLE namespace_calibration_result")
     caching.forget_all()
     thresholds._probed_at.clear()
     yield embedders.get_embedder()

@@ -10,6 +10,8 @@ from django.core.management import call_command
 
 from tests.conftest import Agent
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 STAFF = [
     {"memory_key": "staff.jonas", "value": "Jonas Berg works at BER", "entities": ["Office:BER"]},
     {"memory_key": "staff.lena", "value": "Lena Fischer works at MUC", "entities": ["Office:MUC"]},

@@ -1,8 +1,11 @@
 """GET /v1/health."""
 
+import pytest
+
 from retrieval.store import clickhouse
 
 
+@pytest.mark.cluster
 def test_health_reports_clickhouse_providers_and_problems(backend, call, settings):
     reply = call("health", method="get")
     assert reply.status == 200

@@ -6,6 +6,8 @@ from retrieval.store import clickhouse
 from tests.conftest import Agent
 from tests.model_server import Answer
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 DEPLOY = {
     "memory_key": "deploy-policy",
     "value": "Production deploys are frozen on Fridays after noon",

@@ -1,6 +1,10 @@
 """POST /v1/memory.delete."""
 
+import pytest
+
 from retrieval.store import clickhouse
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
 
 def test_delete_tombstones_every_row_of_the_key(backend, alice, call):

@@ -1,5 +1,9 @@
 """POST /v1/memory.get and /v1/memory.bulk_get."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def test_get_a_missing_key_is_404_naming_the_field(backend, alice, call):
     reply = call("memory.get", {"memory_key": "nope"}, alice.token("viewer"))

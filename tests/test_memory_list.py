@@ -1,5 +1,9 @@
 """POST /v1/memory.list."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def test_list_is_newest_first_and_pages_by_cursor(backend, alice, call):
     token = alice.token("writer")

@@ -1,6 +1,10 @@
 """POST /v1/memory.set on both ClickHouse backends."""
 
+import pytest
+
 from retrieval.store import clickhouse
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
 
 def rows(org, key, table="memories"):

@@ -1,5 +1,9 @@
 """POST /v1/memory.timeline and /v1/memory.related."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def keys(reply):
     assert reply.status == 200, reply.json

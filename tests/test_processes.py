@@ -1,5 +1,5 @@
-"""Two app processes on one ClickHouse server: what one acknowledges, the other's next search reads at once,
-though its vector mirror was loaded before."""
+"""Two app processes on one ClickHouse server, or on two nodes of a cluster: what one acknowledges, the other's next
+search reads at once, though its vector mirror was loaded before."""
 
 import subprocess
 import sys
@@ -11,7 +11,8 @@ from tests.test_vector_mirror import agent_org, wait_for_mirror
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The other process: the real write path, the test settings, the same ClickHouse server (argv[1]).
+# The other process: the real write path, the test settings, the same ClickHouse server (argv[1]) or a node of the
+# cluster whose nodes argv[2] lists (the test settings ignore LOOM_ variables in the environment).
 OTHER = """
 import sys
 import django
@@ -23,6 +24,8 @@ from tenancy.access import Scope
 from tenancy.roles import Role
 
 clickhouse.use(sys.argv.pop(1))
+if nodes := sys.argv.pop(1):
+    settings.LOOM_CLICKHOUSE_CLUSTER, settings.LOOM_CLICKHOUSE_CLUSTER_NODES = "loom", nodes.split(",")
 scope = Scope(org=sys.argv[1], namespace="default", role=Role.ADMIN, subject="process:other")
 if sys.argv[2] == "record":
     from retrieval.ingest import records
@@ -37,10 +40,18 @@ else:
 
 
 @pytest.fixture
-def other_process(clickhouse_server):
+def other_process(request, backend):
+    """Runs OTHER in a new process: on the test's server, or on the cluster's second node (this process uses the
+    first)."""
+    if backend == "cluster":
+        nodes = request.getfixturevalue("clickhouse_cluster").urls
+        url, listed = nodes[1], ",".join(nodes)
+    else:
+        url, listed = request.getfixturevalue("clickhouse_server").url, ""
+
     def run(*args: str) -> None:
         done = subprocess.run(
-            [sys.executable, "-c", OTHER, clickhouse_server.url, *args],
+            [sys.executable, "-c", OTHER, url, listed, *args],
             cwd=ROOT,
             env={"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"},
             capture_output=True,
@@ -52,7 +63,7 @@ def other_process(clickhouse_server):
     return run
 
 
-@pytest.mark.parametrize("backend", ["server"], indirect=True)
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_write_and_delete_are_in_the_next_search(backend, agent, other_process):
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     wait_for_mirror(agent)  # this process's mirror holds the namespace as it was
@@ -70,7 +81,7 @@ def test_another_processs_write_and_delete_are_in_the_next_search(backend, agent
     assert "offsite" not in [hit["memory_key"] for hit in hits]
 
 
-@pytest.mark.parametrize("backend", ["server"], indirect=True)
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other_process, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
@@ -81,7 +92,7 @@ def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other
     assert (hit["memory_key"], hit["source"]) == ("runbook", "chunk")
 
 
-@pytest.mark.parametrize("backend", ["server"], indirect=True)
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_record_is_in_the_next_search(backend, agent, other_process):
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     assert agent.search("Which plan is Acme on?").json["records"] == []  # the namespace held no record

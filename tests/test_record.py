@@ -9,6 +9,8 @@ import pytest
 from retrieval.store import clickhouse
 from tests.conftest import Agent
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 ACME = {"record_key": "customer:acme", "record_type": "customer", "fields": {"plan": "Enterprise", "seats": "40"}}
 NORTHWIND = {"record_key": "customer:northwind", "record_type": "customer", "fields": {"plan": "Starter"}}
 FRIDAY = {

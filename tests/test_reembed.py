@@ -4,7 +4,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from retrieval.providers import embedders
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, cluster
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def test_resume_continues_after_the_named_batch(backend, agent, switch_model, ca
     switch_model("fake-ngram-256")
     call_command("reembed", "--org", org, "--batch-size", "2")
     first = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("resume:")][0]
-    clickhouse.command(
+    cluster.run(
         "ALTER TABLE memory_embeddings DELETE WHERE org = {org:String} AND embedding_model = 'fake-ngram-256' "
         "AND memory_key NOT IN ('k0', 'k1') SETTINGS mutations_sync = 1",
         {"org": org},
@@ -94,7 +96,7 @@ def test_key_only_redoes_the_key_vectors_and_keeps_the_values(backend, agent, ca
         ]
 
     by_key = similarity()
-    clickhouse.command(  # key vectors as an older way of embedding keys left them
+    cluster.run(  # key vectors as an older way of embedding keys left them
         "ALTER TABLE memory_embeddings UPDATE key_vector = arrayMap(x -> toFloat32(0), key_vector) "
         "WHERE org = {org:String} SETTINGS mutations_sync = 1",
         {"org": org},

@@ -6,6 +6,8 @@ import pytest
 
 from retrieval.knobs import RRF_K
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def by_key(reply):
     return {hit["memory_key"]: hit for hit in reply.json["hits"]}

@@ -1,5 +1,9 @@
 """memory.search paging: a larger pool parked, served a window at a time."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def test_paging_serves_the_parked_pool_window_by_window(backend, ranker):
     ranker.set(*[{"memory_key": f"k{i:02d}", "value": "identical quarterly report"} for i in range(12)])

@@ -1,5 +1,9 @@
 """memory.search respects orgs, namespace scopes, roles and the read_scope ceiling."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def test_another_orgs_rows_are_never_searched(backend, alice, bob, call):
     call("memory.set", {"memory_key": "k", "value": "alice's quarterly revenue figures"}, alice.token("writer"))

@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 
 def test_search_trace_scores_the_vector_leg_alone(backend, agent, call):
     agent.set(

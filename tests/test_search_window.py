@@ -1,5 +1,9 @@
 """memory.search: filters, hidden rows, the per-key cap, the floor, bodies and the window."""
 
+import pytest
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 SAME = "the quarterly report is due on friday"
 
 

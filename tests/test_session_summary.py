@@ -13,6 +13,8 @@ from retrieval.providers import llm
 from tests.conftest import Agent
 from tests.model_server import Answer
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 HIKE = "Sounds good, count me in for that one"
 

@@ -2,7 +2,11 @@
 
 import time
 
+import pytest
+
 from retrieval.store import vector_mirror
+
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
 ROWS = [
     {"memory_key": f"k{i:02d}", "value": text}
@@ -27,7 +31,7 @@ def wait_for_mirror(agent):
     """The first search starts the load in the background; poll until it is in."""
     org = agent_org(agent)
     agent.search("start the load")
-    wait_until(lambda: vector_mirror.loaded(org, "default", "fake-ngram-384"))
+    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
 
 
 def answers(agent, **fields):
@@ -152,7 +156,7 @@ def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_b
     wait_until(lambda: vector_mirror.loaded(org, "second", "fake-ngram-384"))
     assert not vector_mirror.loaded(org, "default", "fake-ngram-384")  # dropped, not marked too large
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"  # ClickHouse answers meanwhile
-    wait_until(lambda: vector_mirror.loaded(org, "default", "fake-ngram-384"))  # that search loaded it again
+    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))  # that search loaded it again
     assert not vector_mirror.loaded(org, "second", "fake-ngram-384")
 
 

@@ -5,6 +5,8 @@ import pytest
 from tests import events
 from tests.test_vector_mirror import wait_for_mirror
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 DARK = "The user prefers a dark theme in the editor"
 LIGHT = "The user prefers a light theme in the editor"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from retrieval.ingest import digests, entities, passes, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse, cluster, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
 
 IDENTITY = ("org", *IDENTITY_COLUMNS)
@@ -206,7 +206,7 @@ def delete_old(org: str | None = None, namespace: str | None = None) -> int:
         params,
     )
     for table in ("memory_embeddings", "memory_chunks"):
-        clickhouse.command(
+        cluster.run(
             f"ALTER TABLE {table} DELETE WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)} "
             "SETTINGS mutations_sync = 1",
             params,

@@ -84,6 +84,16 @@ def on_the_side(fn, *args) -> Future:
     return _side.submit(_pinned, target(), getattr(_local, "recording", None), fn, args)
 
 
+@contextmanager
+def at(dsn: str) -> Iterator[None]:
+    """Run this thread's statements on another engine meanwhile (a cluster's DDL, node by node)."""
+    previous, _local.target = getattr(_local, "target", None), dsn
+    try:
+        yield
+    finally:
+        _local.target = previous
+
+
 def _pinned(dsn: str, recording: list[str] | None, fn, args: tuple):
     _local.target, _local.recording = dsn, recording
     try:
@@ -105,7 +115,10 @@ def recorded() -> Iterator[list[str]]:
 
 
 def backend() -> str:
-    return "embedded" if target().startswith("chdb://") else "server"
+    """embedded, server, or cluster (a server whose tables are sharded over LOOM_CLICKHOUSE_CLUSTER)."""
+    if target().startswith("chdb://"):
+        return "embedded"
+    return "cluster" if settings.LOOM_CLICKHOUSE_CLUSTER else "server"
 
 
 def database() -> str:
@@ -127,6 +140,7 @@ def _connect(dsn: str):
                 autogenerate_session_id=False,
                 connect_timeout=5,
                 send_receive_timeout=60,
+                settings=_CLUSTER_SETTINGS if settings.LOOM_CLICKHOUSE_CLUSTER else {},
             )
     except ProgrammingError as exc:
         if _held_by_another_process(dsn.removeprefix("chdb://")):
@@ -141,6 +155,16 @@ def _connect(dsn: str):
     client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
     client.database = database()
     return client
+
+
+# On a cluster (retrieval/store/cluster.py): an insert returns once its shard holds it, so it is read back at once
+# from any node; a statement over one namespace reads only its shard; a subquery over the namespace's rows reads
+# the shard's local table (the namespace is wholly there) instead of the cluster again.
+_CLUSTER_SETTINGS = {
+    "distributed_foreground_insert": 1,
+    "optimize_skip_unused_shards": 1,
+    "distributed_product_mode": "local",
+}
 
 
 def _held_by_another_process(path: str) -> bool:

@@ -10,7 +10,7 @@ import pkgutil
 import re
 from datetime import UTC, datetime
 
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, cluster
 
 _MODULE = re.compile(r"^(\d{4})_\w+$")
 
@@ -33,7 +33,7 @@ def migrations() -> list[tuple[str, list[str]]]:
 
 
 def applied() -> set[str]:
-    clickhouse.command(LEDGER)
+    cluster.run(LEDGER)
     return {row[0] for row in clickhouse.query_rows("SELECT name FROM schema_migrations FINAL")}
 
 
@@ -45,7 +45,7 @@ def apply() -> list[str]:
         if name in done:
             continue
         for statement in statements:
-            clickhouse.command(statement)
+            cluster.run(statement)
         clickhouse.forget_column_types()
         clickhouse.insert("schema_migrations", [{"name": name, "applied_at": datetime.now(UTC)}])
         ran.append(name)
