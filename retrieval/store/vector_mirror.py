@@ -182,7 +182,7 @@ class Vectors:
         if size == 0:
             return []
         visible = self.visible[:size]
-        count = int(visible.sum())
+        count = int(np.count_nonzero(visible))
         take = min(count, pool + 32)  # a margin, so rows tied at the cut are all considered
         if take == 0:
             return []
@@ -211,12 +211,16 @@ class Vectors:
         full precision. int8 codes of unit vectors keep the order of all but near-tied rows, and the candidates are
         many times the pool (`bench/scale.py` measures the recall)."""
         size = len(self.ids)
-        query = _coded(vector[None, :])[0]  # its scale orders no row differently
-        approx = np.asarray(simsimd.cdist(query, self.codes[:size], metric="dot", threads=0), dtype=np.float32)[0]
-        approx = np.where(self.visible[:size], approx * self.scales[:size], -np.inf)
         if candidates >= size:
             return np.arange(size)
-        return np.argpartition(-approx, candidates - 1)[:candidates]
+        query = _coded(vector[None, :])[0]  # its scale orders no row differently
+        # In place, in float32: at 1M rows the scan is ~32 ms and each full-size temporary a few more.
+        approx = np.empty((1, size), dtype=np.float32)
+        simsimd.cdist(query, self.codes[:size], metric="dot", threads=0, out=approx, out_dtype="float32")
+        approx = approx[0]
+        approx *= self.scales[:size]
+        approx[~self.visible[:size]] = -np.inf
+        return np.argpartition(approx, size - candidates)[size - candidates :]
 
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
         """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
