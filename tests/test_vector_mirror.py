@@ -147,6 +147,7 @@ def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_b
     from tests.conftest import Agent
 
     settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 20  # one small mirror (1,024 rows of 2 x 384 floats: 3 MiB), not two
+    settings.LOOM_WRITE_GATES = False  # the gates' reads would start both loads now, in a race for the one place
     other = Agent(call, agent.token, namespace="second")
     agent.set(*ROWS)
     other.set(*ROWS)
