@@ -32,6 +32,7 @@ def mirror(namespace: str, values: np.ndarray, keys: np.ndarray) -> Vectors:
                 "agent": "default",
                 "session_id": "",
                 "version": 1,
+                "revision": 1,
                 "value_vector": values[i],
                 "key_vector": keys[i],
                 "duplicate_of": "",

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from retrieval.store import vector_mirror
+from retrieval.store import clickhouse, vector_mirror
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
@@ -202,3 +202,16 @@ def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings
     assert coded["retrieval_work"]["vector_read"] == "codes" and coded["hits"][0]["memory_key"] == "k00"
     traced = agent.call("memory.search_trace", {"query": "production deploys"}, agent.token).json
     assert traced["vector_read"] == "codes"
+
+
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_a_search_reads_no_vectors_the_mirror_holds_already(backend, agent):
+    """On a server a search first reads what reached the engine lately; this process's own write is among it for a
+    while, and in the mirror already: only which rows came is read again, not their vectors."""
+    agent.set(*ROWS)
+    wait_for_mirror(agent)
+    agent.set({"memory_key": "canteen", "value": "the canteen opens at eight"})
+    with clickhouse.recorded() as statements:
+        hits = agent.hits("when does the canteen open")
+    assert hits[0] == "canteen"
+    assert not [statement for statement in statements if "value_vector" in statement]
