@@ -1,7 +1,8 @@
 """Numbered ClickHouse schema migrations.
 
 Each module `NNNN_name.py` holds `STATEMENTS`, idempotent DDL applied in
-order and recorded in `schema_migrations`. `python manage.py migrate` applies
+order (on a cluster, in its cluster form: retrieval/store/cluster.py) and
+recorded in `schema_migrations`. `python manage.py migrate` applies
 them (see retrieval/apps.py); `apply()` is safe to run any number of times.
 """
 
