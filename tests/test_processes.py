@@ -31,6 +31,11 @@ if sys.argv[2] == "record":
     from retrieval.ingest import records
 
     records.set_records(scope, [records.RecordInput(sys.argv[3], "customer", {"plan": sys.argv[4]})])
+elif sys.argv[2] == "register":
+    import json
+    from retrieval.store import namespaces
+
+    namespaces.register(scope, {"retrieval_defaults": json.loads(sys.argv[3])})
 elif sys.argv[2] == "set":
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
     write.set_memories(scope, [write.MemoryInput(memory_key=sys.argv[3], value=sys.argv[4])])
@@ -99,3 +104,11 @@ def test_another_processs_record_is_in_the_next_search(backend, agent, other_pro
     other_process(agent_org(agent), "record", "customer:acme", "Enterprise")
     found = agent.search("Which plan is Acme on?").json["records"]
     assert [(record["record_key"], record["fields"]) for record in found] == [("customer:acme", {"plan": "Enterprise"})]
+
+
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
+def test_another_processs_namespace_configuration_is_in_the_next_search(backend, agent, other_process):
+    agent.set(*[{"memory_key": f"k{i}", "value": f"the offsite plan, item {i}"} for i in range(3)])
+    assert len(agent.hits("the offsite plan", min_similarity=0)) == 3  # this process has read the configuration
+    other_process(agent_org(agent), "register", '{"top_k": 1}')
+    assert len(agent.hits("the offsite plan", min_similarity=0)) == 1

@@ -211,16 +211,19 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
 
 
 def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
-    config = namespaces.get(scope)
-    anchor = _anchor(request)
-    shape = query_text.analyse(request.searched, anchor)
-    plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
     user_id, session_id = reach.read_scope(scope, request)
     searched, skipped = reach.namespaces_searched(scope, request)
     embedder = get_embedder()
-    estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
+    # The first reads, side by side: the namespace's configuration (read afresh on a server, where another process
+    # may have changed it), which side tables it holds, and other processes' writes, before any leg reads.
+    config = clickhouse.on_the_side(namespaces.get, scope)
     side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched)
-    vector_mirror.sync(scope.org, searched, embedder.model_name)  # other processes' writes, before any leg reads
+    vector_mirror.sync(scope.org, searched, embedder.model_name)
+    config = config.result()
+    anchor = _anchor(request)
+    shape = query_text.analyse(request.searched, anchor)
+    plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
+    estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
     degraded = []

@@ -26,10 +26,11 @@ class NamespaceConfig:
     updated_by: str = ""
 
 
-# Every search reads its namespace's configuration: keep it a few seconds. A change
-# made in this process is seen at once; another process sees it within CACHE_SECONDS.
+# Every search reads its namespace's configuration. The embedded engine's writes all pass through this process,
+# which keeps a copy a few seconds (a change it makes replaces the copy at once); on a server another process may
+# change it, so every search reads it (beside its other first reads: retrieval/search/service.py).
 CACHE_SECONDS = 5.0
-_configs = TtlCache(CACHE_SECONDS)
+_configs = TtlCache(lambda: CACHE_SECONDS if clickhouse.backend() == "embedded" else 0.0)
 
 
 def get(scope: Scope) -> NamespaceConfig:
