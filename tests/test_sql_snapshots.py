@@ -119,5 +119,5 @@ def test_the_side_reads_send_the_statements_of_their_snapshot(ctx, agent, snapsh
         like = entities.nearest(ctx.org, ["default"], ctx.model, ctx.vector, 0.0, 2)
     assert normalised(statements) == snapshot(name="entity_nearest") and like == ["jonas berg"]
     with clickhouse.recorded() as statements:
-        held = reads.side_tables_held(ctx.org, ["default"])
+        held, _ = reads.side_tables_held(ctx.org, ["default"])
     assert normalised(statements) == snapshot(name="side_tables") and held == set(reads.SIDE_KEYS)

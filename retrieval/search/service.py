@@ -214,19 +214,25 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     user_id, session_id = reach.read_scope(scope, request)
     searched, skipped = reach.namespaces_searched(scope, request)
     embedder = get_embedder()
-    # The first reads, side by side: the namespace's configuration (read afresh on a server, where another process
-    # may have changed it), which side tables it holds, and other processes' writes, before any leg reads.
-    config = clickhouse.on_the_side(namespaces.get, scope)
-    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched)
+    # The first reads, side by side: which side tables the namespaces hold and the revision of the namespace's
+    # configuration (on a server, where another process may have changed either), and other processes' writes,
+    # before any leg reads.
+    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched, scope.namespace)
     vector_mirror.sync(scope.org, searched, embedder.model_name)
-    config = config.result()
+    degraded = []
+    try:
+        side_held, revision = side.result()
+    except clickhouse.ClickHouseError as exc:  # fails open: the digests, records and entity summaries are left out
+        log.warning("side-table check failed: %s", exc)
+        side_held, revision = frozenset(), None
+        degraded.append("side_tables")
+    config = namespaces.get(scope, revision)
     anchor = _anchor(request)
     shape = query_text.analyse(request.searched, anchor)
     plan = resolve(request, config.retrieval_defaults, shape, config.rerank_endpoint)
     estimate = fallback.cost_estimate(plan, request.searched, embedder.model_name)
     clock.lap("plan")
     named = clickhouse.on_the_side(mentions.check, scope.org, searched, embedder.model_name, request.searched)
-    degraded = []
     work = spelling.Work()
     try:
         with customer.for_org(scope.org, scope.namespace, scope.subject, "memory.search", request.user_id):
@@ -256,11 +262,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     found = eligibility.build(request, dated if plan.mode == "temporal" else None, user_id, session_id)
     ctx = Context(scope.org, searched, embedder.model_name, vector, shape, plan, request, found, window=dated)
     ctx.key_axis = key_axis.enabled(scope.org, scope.namespace, embedder.model_name)
-    try:
-        ctx.side_held = side.result()
-    except clickhouse.ClickHouseError as exc:  # fails open: the digests, records and entity summaries are left out
-        log.warning("side-table check failed: %s", exc)
-        degraded.append("side_tables")
+    ctx.side_held = side_held
     wanted = sorted({entity.lower() for entity in request.entity_filter})
     detect = "entity" in plan.legs or "graph" in plan.legs
     mentioned = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())

@@ -24,17 +24,22 @@ class NamespaceConfig:
     description: str = ""
     updated_at: datetime | None = None
     updated_by: str = ""
+    revision: int = 0  # of the stored row; 0 when none is
 
 
-# Every search reads its namespace's configuration. The embedded engine's writes all pass through this process,
-# which keeps a copy a few seconds (a change it makes replaces the copy at once); on a server another process may
-# change it, so every search reads it (beside its other first reads: retrieval/search/service.py).
+# Every search reads its namespace's configuration: keep it a few seconds. A change made in this process replaces
+# the copy at once; on a server, where another process may change it, a search first learns the stored revision
+# (with its side-table check, retrieval/store/reads.py) and a copy of another revision is read again.
 CACHE_SECONDS = 5.0
-_configs = TtlCache(lambda: CACHE_SECONDS if clickhouse.backend() == "embedded" else 0.0)
+_configs = TtlCache(CACHE_SECONDS)
 
 
-def get(scope: Scope) -> NamespaceConfig:
-    return _configs.get((scope.org, scope.namespace), lambda: _read(scope))
+def get(scope: Scope, revision: int | None = None) -> NamespaceConfig:
+    """The configuration; `revision`, when known, the one stored now (0: none registered)."""
+    config = _configs.get((scope.org, scope.namespace), lambda: _read(scope))
+    if revision is not None and revision != config.revision:
+        config = _configs.put((scope.org, scope.namespace), _read(scope))
+    return config
 
 
 def _read(scope: Scope) -> NamespaceConfig:
@@ -57,6 +62,7 @@ def _read(scope: Scope) -> NamespaceConfig:
         description=row["description"],
         updated_at=row["updated_at"],
         updated_by=row["updated_by"],
+        revision=row["revision"],
     )
 
 
@@ -67,6 +73,7 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
     for name, value in changes.items():
         setattr(config, name, value)
     config.registered, config.updated_at, config.updated_by = True, datetime.now(UTC), scope.subject
+    config.revision = next_version()
     clickhouse.insert(
         "namespaces",
         [
@@ -77,7 +84,7 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
                 "text_capture": config.text_capture,
                 "rerank_endpoint": config.rerank_endpoint,
                 "description": config.description,
-                "revision": next_version(),
+                "revision": config.revision,
                 "updated_by": config.updated_by,
                 "updated_at": config.updated_at,
             }

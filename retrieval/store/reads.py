@@ -320,27 +320,38 @@ def live_side(table: str, scope: Scope, keys: list[str]) -> dict[str, dict]:
     return {row[column]: row for row in rows}
 
 
-def side_tables_held(org: str, namespaces: list[str]) -> frozenset[str]:
-    """The side tables holding a live row in any of these namespaces. The embedded engine's answer is kept 10 s per
-    namespace (every write passes through this process, and says so at once: `now_holds`); on a ClickHouse server
-    another process may have written one since, so every search asks, in one statement."""
+def side_tables_held(
+    org: str, namespaces: list[str], configured: str | None = None
+) -> tuple[frozenset[str], int | None]:
+    """The side tables holding a live row in any of these namespaces, and the configuration revision of namespace
+    `configured` (0: none registered; None: not asked). The embedded engine's answer is kept 10 s per namespace (every
+    write passes through this process, and says so at once: `now_holds`) and its configuration is not asked (the
+    process's copy is the engine's); on a ClickHouse server another process may have written either since, so every
+    search asks, in one statement."""
     if clickhouse.backend() != "embedded":
-        return _side_tables(org, namespaces)
+        return _side_tables(org, namespaces, configured)
     target = clickhouse.target()
-    return frozenset().union(
-        *(_held.get((target, org, namespace), lambda n=namespace: _side_tables(org, [n])) for namespace in namespaces)
-    )
+    held = frozenset().union(*(_held.get((target, org, n), lambda n=n: _side_tables(org, [n])[0]) for n in namespaces))
+    return held, None
 
 
-def _side_tables(org: str, namespaces: list[str]) -> frozenset[str]:
+def _side_tables(org: str, namespaces: list[str], configured: str | None = None) -> tuple[frozenset[str], int | None]:
     # Without FINAL: a live version anywhere says "read this table"; one deleted since costs the leg a read that
     # finds nothing, where merging every version here would cost every search.
-    selects = " UNION ALL ".join(
-        f"SELECT '{table}' FROM {table} WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}"
+    selects = [
+        f"SELECT '{table}', 0 FROM {table} WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}"
         " AND status = 'active' LIMIT 1"
         for table in SIDE_KEYS
+    ]
+    if configured is not None:
+        selects.append(
+            "SELECT 'namespaces', max(revision) FROM namespaces WHERE org = {org:String} AND namespace = {configured:String}"
+        )
+    rows = clickhouse.query_rows(
+        " UNION ALL ".join(selects), {"org": org, "namespaces": namespaces, "configured": configured or ""}
     )
-    return frozenset(row[0] for row in clickhouse.query_rows(selects, {"org": org, "namespaces": namespaces}))
+    revision = next((revision for name, revision in rows if name == "namespaces"), None)
+    return frozenset(name for name, _ in rows if name in SIDE_KEYS), revision
 
 
 def now_holds(table: str, org: str, namespace: str) -> None:
