@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import uuid
 
 from retrieval.store import clickhouse, schema
 
@@ -53,3 +54,16 @@ def test_rowbinary_decoding_matches_the_driver(backend):
     for got, want in zip(decoded, expected):
         assert isinstance(got[2], np.ndarray) and got[2].tolist() == list(want[2])
         assert [got[0], got[1], got[3], got[4], got[5]] == [want[0], want[1], list(want[3]), want[4], want[5]]
+
+
+def test_rows_inserted_later_arrive_on_their_own(backend):
+    """An op's usage row is inserted off the request path, by a thread that flushes every LATER_SECONDS."""
+    from datetime import UTC, datetime
+
+    from tests.test_vector_mirror import wait_until
+
+    org = f"later-{uuid.uuid4().hex[:8]}"
+    row = {"org": org, "namespace": "n", "op": "memory.search", "actor": "t", "created_at": datetime.now(UTC)}
+    clickhouse.insert_later("agent_events", [row, {**row, "op": "memory.ask"}])
+    count = "SELECT count() FROM agent_events WHERE org = {org:String}"
+    wait_until(lambda: clickhouse.query_value(count, {"org": org}) == 2, timeout=10)

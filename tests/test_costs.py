@@ -9,6 +9,7 @@ from retrieval.store import clickhouse
 
 
 def events(org: str) -> list[dict]:
+    clickhouse.flush_later()  # the rows are written off the request path
     return clickhouse.query(
         "SELECT op, upstream_cost_usd, embedding_tokens, embedding_calls, llm_calls, model FROM agent_events "
         "WHERE org = {org:String} ORDER BY created_at",

@@ -67,6 +67,7 @@ def test_a_cited_key_gets_a_used_cited_event_and_ranking_follows_use(backend, op
 def test_an_ask_is_costed_as_its_own_op(backend, openai_llm, model_server, ranker):
     ranker.set(DEPLOY)
     ask(ranker)
+    clickhouse.flush_later()  # usage rows are written off the request path
     rows = clickhouse.query_rows(
         "SELECT llm_calls, input_tokens > 0 FROM agent_events WHERE org = {org:String} AND op = 'memory.ask'",
         {"org": ranker_org(ranker)},
@@ -175,6 +176,7 @@ def test_a_cached_answer_says_what_it_saved_and_so_does_the_ops_event(
     first, second = ask(ranker).json, ask(ranker).json
     assert first["llm_cache_saved_usd"] == 0 and second["llm_cache_hit"] is True
     assert 0 < second["llm_cache_saved_usd"] < 0.001
+    clickhouse.flush_later()  # usage rows are written off the request path
     saved = clickhouse.query_rows(
         "SELECT llm_cache_saved_usd FROM agent_events WHERE org = {org:String} AND op = 'memory.ask' "
         "ORDER BY created_at",

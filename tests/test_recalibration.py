@@ -47,6 +47,7 @@ def test_the_worker_probes_a_namespaces_calibration_pairs_again_unless_its_org_i
     wait_for(lambda: worker.progress()[1] >= 1)
     assert calibration.namespace_stored(alice.name, "default", local_embedder.model_name).source == "recalibrate"
     assert calibration.namespace_stored(bob.name, "default", local_embedder.model_name).source == "calibration.run"
+    clickhouse.flush_later()  # usage rows are written off the request path
     spent = clickhouse.query_rows(
         "SELECT org, embedding_calls FROM agent_events WHERE op = 'recalibrate' AND org IN {orgs:Array(String)}",
         {"orgs": [alice.name, bob.name]},

@@ -327,6 +327,7 @@ def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(
     settings.LOOM_INFERENCE_CUSTOMER_HEADER, settings.LOOM_INFERENCE_GATEWAY_HOSTS = "X-Loom-Customer", ["127.0.0.1"]
     operator_of(alice).get("/recall", {"query": "which day is soup served"})
     assert model_server.embedding_requests()[-1].headers["x-loom-customer"] == alice.name
+    clickhouse.flush_later()  # usage rows are written off the request path
     rows = clickhouse.query_rows(
         "SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}", {"org": alice.name}
     )

@@ -127,6 +127,7 @@ def test_the_cost_estimate_bounds_what_a_search_spends(
     estimate = reply["retrieval_work"]["retrieval_cost_estimate"]
     assert (estimate["embeddings"], estimate["llm_calls_max"], estimate["rerank_calls"]) == (1, 2, 0)
     assert reply["retrieval_work"]["fallback"]["llm_calls"] == 2  # it spent its most
+    clickhouse.flush_later()  # usage rows are written off the request path
     spent = clickhouse.query_rows(
         "SELECT upstream_cost_usd FROM agent_events WHERE org = {org:String} AND op = 'memory.search'",
         {"org": ranker.call("org.get_model_calls", {}, ranker.token).json["org"]},

@@ -135,29 +135,27 @@ def add_cache_saving(model: str, input_tokens: int, output_tokens: int) -> float
 
 
 def record(org: str, namespace: str, op: str, actor: str, meter: Meter) -> None:
-    """One row for an op that reached a provider; a failed write is logged, never the op's failure."""
+    """One row for an op that reached a provider, written soon, off the request path (`clickhouse.insert_later`): a
+    failed write is logged, never the op's failure."""
     if not meter.used:
         return
-    try:
-        clickhouse.insert(
-            "agent_events",
-            [
-                {
-                    "org": org,
-                    "namespace": namespace,
-                    "op": op,
-                    "actor": actor,
-                    "created_at": datetime.now(UTC),
-                    "upstream_cost_usd": meter.cost_usd,
-                    "embedding_tokens": meter.embedding_tokens,
-                    "input_tokens": meter.input_tokens,
-                    "output_tokens": meter.output_tokens,
-                    "llm_calls": meter.llm_calls,
-                    "embedding_calls": meter.embedding_calls,
-                    "model": meter.dominant_model(),
-                    "llm_cache_saved_usd": meter.cache_saved_usd,
-                }
-            ],
-        )
-    except Exception as exc:  # accounting fails open
-        log.warning("agent_events write failed for %s: %s", op, exc)
+    clickhouse.insert_later(
+        "agent_events",
+        [
+            {
+                "org": org,
+                "namespace": namespace,
+                "op": op,
+                "actor": actor,
+                "created_at": datetime.now(UTC),
+                "upstream_cost_usd": meter.cost_usd,
+                "embedding_tokens": meter.embedding_tokens,
+                "input_tokens": meter.input_tokens,
+                "output_tokens": meter.output_tokens,
+                "llm_calls": meter.llm_calls,
+                "embedding_calls": meter.embedding_calls,
+                "model": meter.dominant_model(),
+                "llm_cache_saved_usd": meter.cache_saved_usd,
+            }
+        ],
+    )
