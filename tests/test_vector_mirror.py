@@ -215,3 +215,21 @@ def test_a_search_reads_no_vectors_the_mirror_holds_already(backend, agent):
         hits = agent.hits("when does the canteen open")
     assert hits[0] == "canteen"
     assert not [statement for statement in statements if "value_vector" in statement]
+
+
+def test_rescoring_from_the_mirror_says_what_its_scan_says_of_each_live_row():
+    """A hybrid search's lexical-only rows are rescored from the mirror (`Vectors.scored`): the similarities its scan
+    gives them, and nothing for a retired row."""
+    import numpy as np
+
+    from tests.synthetic import mirror, vectors
+
+    rng = np.random.default_rng(3)
+    built = mirror("ns", vectors(300, rng), vectors(300, rng))
+    query = vectors(1, rng)[0]
+    top = {hit[0]: hit[1:3] for hit in built.top(query, True, 300)}
+    asked = built.ids[10:20]
+    built.retire([asked[0]])
+    scored = built.scored(asked, query, True)
+    assert [hit[0] for hit in scored] == asked[1:]
+    assert all(np.allclose(hit[1:3], top[hit[0]], atol=1e-6) for hit in scored)

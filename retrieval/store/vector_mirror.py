@@ -207,6 +207,17 @@ class Vectors:
         ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[rows[i]])))[:pool]
         return [(self.ids[rows[i]], float(value[i]), float(key[i]), self.meta[rows[i]]) for i in ordered]
 
+    def scored(self, ids: list[RowId], vector: np.ndarray, key_axis: bool) -> list[tuple[RowId, float, float, dict]]:
+        """What `top` says of each of these rows that is live here (visible); the others are left out."""
+        with self.lock:
+            held = [(rid, at) for rid in ids if (at := self.position.get(rid)) is not None and self.visible[at]]
+            if not held:
+                return []
+            positions = np.asarray([at for _, at in held])
+            value = self.values[positions] @ vector
+            key = self.keys[positions] @ vector if key_axis else np.zeros_like(value)
+            return [(rid, float(v), float(k), self.meta[at]) for (rid, at), v, k in zip(held, value, key)]
+
     def coded(self, key_axis: bool) -> bool:
         """Whether a search reads codes first: a mirror of LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows or more, searched
         without the key axis (whose key vectors have no codes)."""

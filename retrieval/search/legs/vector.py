@@ -77,9 +77,21 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
 
 
 def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
-    """Similarities and rank columns of these rows, if they are eligible; a row missing from the answer is not."""
+    """Similarities and rank columns of these rows, if they are eligible; a row missing from the answer is not.
+    From the mirrors when they hold exactly the rows this search may read (a statement cost ~30 ms on the embedded
+    engine, for a hybrid search's few lexical-only rows)."""
     if not ids:
         return []
+    mirrors = mirrored(ctx)
+    if mirrors is not None:
+        by_namespace = dict(zip(ctx.namespaces, mirrors))
+        return [
+            (row_id, {"value_similarity": value, "key_similarity": key}, None, meta)
+            for namespace in ctx.namespaces
+            for row_id, value, key, meta in by_namespace[namespace].scored(
+                [i for i in ids if i.namespace == namespace], ctx.vector, ctx.key_axis
+            )
+        ]
     rows = clickhouse.query(
         f"""
         SELECT {select(ctx)}
