@@ -242,6 +242,19 @@ def _no_identity_held_by_earlier_tests():
 
 
 @pytest.fixture(autouse=True)
+def _no_mirror_load_outlives_its_test(settings):
+    """A mirror load a test started ends within the test (before its settings are restored, which a load reads)."""
+    import time
+
+    from retrieval.store import vector_mirror
+
+    yield
+    deadline = time.monotonic() + 30
+    while vector_mirror.loading() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
 def _no_copies_from_earlier_tests():
     """Each test reads namespace configs, gates and noise levels afresh, not an earlier test's copies."""
     caching.forget_all()

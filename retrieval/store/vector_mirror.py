@@ -484,6 +484,12 @@ def _within_budget(keep: tuple) -> None:
             log.info("vector mirror of %s/%s dropped to stay within LOOM_VECTOR_MIRROR_MAX_BYTES", key[1], key[2])
 
 
+def loading() -> int:
+    """How many namespaces are loading now, in the background."""
+    with _lock:
+        return len(_pending)
+
+
 def loaded(org: str, namespace: str, model: str) -> bool:
     return (clickhouse.target(), org, namespace, model) in _mirrors
 
