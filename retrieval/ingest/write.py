@@ -22,7 +22,7 @@ from retrieval.language import chunking, sentences, text
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads, vector_mirror
-from retrieval.store.rows import IDENTITY_COLUMNS, next_version
+from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -511,8 +511,7 @@ def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int
         "namespace": scope.namespace,
         "status": status,
         "revision": revision,
-        "keys": sorted({row["memory_key"] for row in rows}),
-        "ids": [(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows],
+        **versions([(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]),
     }
     for table in _SIDE_TABLES:
         clickhouse.command(
@@ -520,9 +519,7 @@ def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int
             INSERT INTO {table}
             SELECT * REPLACE ({{status:String}} AS status, {{revision:UInt64}} AS revision)
             FROM {table} FINAL
-            WHERE org = {{org:String}} AND namespace = {{namespace:String}}
-              AND memory_key IN {{keys:Array(String)}}
-              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND {THESE_VERSIONS}
             """,
             params,
         )

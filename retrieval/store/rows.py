@@ -10,6 +10,19 @@ IDENTITY = ", ".join(IDENTITY_COLUMNS)
 # A list of identities as one bound parameter: `(namespace, ...) IN {ids:IDENTITY_TYPE}`.
 IDENTITY_TYPE = "Array(Tuple(String, String, String, String, UInt64))"
 
+# Some row versions of one namespace, by (memory_key, agent, session_id, version): the keys narrow the primary
+# key, the tuples pick the versions. Its parameters: `versions(identities)`.
+THESE_VERSIONS = (
+    "memory_key IN {keys:Array(String)}"
+    " AND (memory_key, agent, session_id, version) IN {ids:Array(Tuple(String, String, String, UInt64))}"
+)
+
+
+def versions(identities: list[tuple]) -> dict:
+    """THESE_VERSIONS's parameters."""
+    return {"keys": sorted({identity[0] for identity in identities}), "ids": list(identities)}
+
+
 # What ranking reads of a row, carried on its vector row so the pool is ranked without `memories`.
 META = ("memory_type", "tags", "category", "entities", "source_class", "confidence", "sensitivity", "dated_at")
 

@@ -39,7 +39,7 @@ from django.conf import settings
 
 from retrieval.language import text
 from retrieval.store import clickhouse, native
-from retrieval.store.rows import META, RowId, name_order, row_id
+from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +386,6 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     vectors of those the mirror does not hold: a row stays in the read-back window (SYNC_LAG) for a while, and this
     process's own writes reach the mirror directly, so most of what a delta sees is held already (re-reading a
     500-row batch's vectors cost every search ~60 ms here)."""
-    params = {"org": org, "namespace": namespace, "model": model, "since": mirror.since}
     came = clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version, revision, status, embedding_dim,
@@ -395,7 +394,7 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         WHERE {_WHERE} AND inserted_at > {{since:DateTime64(6, 'UTC')}}
         ORDER BY inserted_at
         """,
-        params,
+        {"org": org, "namespace": namespace, "model": model, "since": mirror.since},
     )
     if not came:
         return
@@ -406,12 +405,11 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         rows = clickhouse.query_decoded(
             f"""
             SELECT {", ".join(_COLUMNS)} FROM memory_embeddings
-            WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0 AND memory_key IN {{keys:Array(String)}}
-              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0 AND {THESE_VERSIONS}
             ORDER BY memory_key, agent, session_id, version, revision DESC
             LIMIT 1 BY memory_key, agent, session_id, version
             """,
-            params | {"keys": sorted({identity[0] for identity in wanted}), "ids": wanted},
+            {"org": org, "namespace": namespace, "model": model, **versions(wanted)},
             [types[name] for name in _COLUMNS],
         )
         added = [dict(zip(_COLUMNS, row)) for row in rows]
@@ -536,17 +534,9 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
     return bool(
         clickhouse.query_value(
             f"""
-            SELECT count() > 0 FROM memory_chunks
-            WHERE {_WHERE} AND memory_key IN {{keys:Array(String)}}
-              AND (memory_key, agent, session_id, version) IN {{ids:Array(Tuple(String, String, String, UInt64))}}
+            SELECT count() > 0 FROM memory_chunks WHERE {_WHERE} AND {THESE_VERSIONS}
             """,
-            {
-                "org": org,
-                "namespace": namespace,
-                "model": model,
-                "keys": sorted({identity[0] for identity in identities}),
-                "ids": identities,
-            },
+            {"org": org, "namespace": namespace, "model": model, **versions(identities)},
         )
     )
 
@@ -594,11 +584,8 @@ def _live_memory_columns(org: str, namespace: str, only: list[tuple] | None = No
     where = "org = {org:String} AND namespace = {namespace:String}"
     params = {"org": org, "namespace": namespace}
     if only is not None:
-        where += (
-            " AND memory_key IN {keys:Array(String)}"
-            " AND (memory_key, agent, session_id, version) IN {only:Array(Tuple(String, String, String, UInt64))}"
-        )
-        params |= {"keys": sorted({identity[0] for identity in only}), "only": only}
+        where += f" AND {THESE_VERSIONS}"
+        params |= versions(only)
     rows = clickhouse.query_decoded(
         f"""
         SELECT {", ".join(SHOWN_COLUMNS)} FROM memories
