@@ -1,6 +1,11 @@
 """Batch memory.set throughput, fake embedder: through the service layer and over HTTP.
 
     .venv/bin/python bench/ingest.py [--memories 20000] [--batch 500] [--runs 3]
+    .venv/bin/python bench/ingest.py --grow 1000000 [--marks 10000 100000 1000000]
+
+`--grow N` instead writes N memories into one namespace through the service layer (write gates on, the vector
+mirror serving them) and reports the rate of the ten batches before each mark: whether ingest slows as the
+namespace grows. Its baseline, timed at each mark: the same ten batches as bare inserts.
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
 keys. The baseline, timed in the same run, is a bare insert of the same rows into
@@ -162,13 +167,40 @@ class HttpServer:
         self.process.wait(timeout=30)
 
 
+def grow(total: int, marks: list[int], size: int) -> None:
+    """One namespace grown to `total`; the rate of the ten batches before each mark, and the bare insert's."""
+    scope = Scope(org="bench", namespace="grown", role=Role.WRITER, subject="bench")
+    print(f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded")
+    print(f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}")
+    window, rows, started = 10 * size, 0, None
+    for at in range(0, total, size):
+        if at + window in marks:
+            started = time.perf_counter()
+        batch = items(size, 0)
+        for i, item in enumerate(batch):
+            item["memory_key"], item["value"] = f"grown.{at + i}", f"{item['value']} (#{at + i})"
+        results = write.set_memories(scope, [write.MemoryInput(**item) for item in batch])
+        rows = at + size
+        if rows in marks and started is not None:
+            rate = window / (time.perf_counter() - started)
+            judged = sum(result.write_gates == "judged" for result in results)
+            bare = window / bare_insert([batch] * 10, f"bare-{rows}")
+            print(f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}", flush=True)
+            started = None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--grow", type=int, help="grow one namespace to this many memories instead")
+    parser.add_argument("--marks", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     args = parser.parse_args()
     schema.apply()
+    if args.grow:
+        grow(args.grow, [mark for mark in args.marks if mark <= args.grow], args.batch)
+        return
     server = HttpServer()
     timings = {"bare insert (baseline)": [], "service layer": [], "HTTP": []}
     try:

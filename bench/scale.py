@@ -1,7 +1,7 @@
 """The vector leg's scan at scale: a namespace's in-process mirror (retrieval/store/vector_mirror.py) at 10k, 100k
 and 1M rows, and 1M rows over 1,000 namespaces, against numpy and the memory-bandwidth bound.
 
-    .venv/bin/python bench/scale.py [--sizes 10000 100000 1000000] [--spread 1000000:1000] [--queries 200]
+    .venv/bin/python bench/scale.py [--sizes 10000 100000 1000000] [--spread 1000000:1000] [--queries 200] [--real]
 
 A component benchmark: `Vectors.top()` itself, what an unfiltered search's vector leg runs on either backend,
 without the rest of the search (bench/search.py times whole searches). Rows are synthetic unit vectors, 384-d, in
@@ -11,7 +11,9 @@ recall@10 of its order against numpy's exact top-10 (codes-first is approximate 
 `X @ q` with an argpartition over the value matrix (the baseline, same run); the bandwidth bound, the bytes a
 float32 scan of the value matrix reads divided by the memory bandwidth a large array copy measures in the same
 run; and the process's RSS growth while the mirror was built. `--spread N:M` spreads N rows over M namespaces and
-times a search of one namespace, chosen at random.
+times a search of one namespace, chosen at random. `--real` adds a row on real embeddings: the local embedder's
+vectors of 45,000 sentences (bench/real_vectors.py), searched with the vectors of 5,000 others, codes first
+whatever LOOM_MEMORY_SEARCH_CODES_MIN_ROWS says: random vectors flatter an approximate read.
 """
 
 import argparse
@@ -32,7 +34,9 @@ import django
 django.setup()
 
 import numpy as np
+from django.conf import settings
 
+from bench.real_vectors import embedded
 from retrieval.store.vector_mirror import Vectors
 from tests.synthetic import DIM, mirror, unit, vectors
 
@@ -86,6 +90,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--spread", default="1000000:1000", help="N:M, N rows over M namespaces ('' to skip)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--real", action="store_true", help="add a row on real embeddings (45,000 rows)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     bandwidth = bandwidth_gbs()
@@ -106,6 +111,15 @@ def main():
         ours, base, recall = timed_searches([(built, values, q) for q in queries])
         report("1", ours, base, recall, size, values.nbytes / (bandwidth * 1e9) * 1000, grown)
         del built, values, keys
+    if args.real:
+        real = embedded(50_000)
+        before = rss_mb()
+        built = mirror("real", real[:45_000], real[:45_000])
+        grown = rss_mb() - before
+        settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
+        ours, base, recall = timed_searches([(built, real[:45_000], q) for q in real[45_000 : 45_000 + args.queries]])
+        report("1 (real, codes)", ours, base, recall, 45_000, real[:45_000].nbytes / (bandwidth * 1e9) * 1000, grown)
+        del built
     if args.spread:
         total, count = (int(part) for part in args.spread.split(":"))
         per = total // count

@@ -20,15 +20,16 @@ def vectors(count: int, rng) -> np.ndarray:
     return unit(centers[rng.integers(0, 200, count)] + 0.6 * rng.standard_normal((count, DIM)).astype(np.float32))
 
 
-def mirror(namespace: str, values: np.ndarray, keys: np.ndarray) -> Vectors:
-    """A mirror of these rows (keys m0, m1, ...), added as the write path's notices add them, 50,000 at a time."""
-    built = Vectors()
+def mirror(namespace: str, values: np.ndarray, keys: np.ndarray, built: Vectors | None = None, name="m") -> Vectors:
+    """A mirror of these rows (keys m0, m1, ...; or added to `built`, under another `name`), added as the write
+    path's notices add them, 50,000 at a time."""
+    built = built or Vectors()
     step = 50_000
     for start in range(0, len(values), step):
         rows = [
             {
                 "namespace": namespace,
-                "memory_key": f"m{i}",
+                "memory_key": f"{name}{i}",
                 "agent": "default",
                 "session_id": "",
                 "version": 1,

@@ -190,6 +190,78 @@ def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings
     assert all(built.ids[3] not in [hit[0] for hit in top] for top in coded)
 
 
+def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(settings):
+    """From LOOM_WRITE_GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
+    (retrieval/store/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
+    the cells were trained are found too (nearly all of those of a topic the training never saw), and a retired
+    row, another scope's row or the key's own row never is."""
+    import numpy as np
+
+    from tests.synthetic import mirror, unit, vectors
+
+    rng = np.random.default_rng(11)
+    values = vectors(20_000, rng)
+    built = mirror("ns", values, values)
+    scope = [("default", "", "", "", "fact")]
+    picked = rng.choice(20_000, 200, replace=False)
+    copies = unit(values[picked] + 0.01 * rng.standard_normal((200, 384)).astype(np.float32))
+    new_keys = [f"new{i}" for i in range(200)]
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 10**9
+    exact = built.nearest(copies, new_keys, scope * 200)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    found = built.nearest(copies, new_keys, scope * 200)
+    assert [key for key, _ in found] == [key for key, _ in exact]
+    assert np.allclose([sim for _, sim in found], [sim for _, sim in exact], atol=1e-6)
+    assert [key for key, _ in exact] == [f"m{i}" for i in picked] and len(built.cells.fine) >= 64
+
+    later = np.concatenate([values[rng.choice(20_000, 150)], vectors(150, rng)])  # known topics, and new ones
+    later = unit(later + 0.02 * rng.standard_normal(later.shape).astype(np.float32))
+    mirror("ns", later, later, built, name="later")  # placed in the trained cells as they come
+    close = unit(later + 0.01 * rng.standard_normal((300, 384)).astype(np.float32))
+    found = [key for key, _ in built.nearest(close, [f"new{i}" for i in range(300)], scope * 300)]
+    assert found[:150] == [f"later{i}" for i in range(150)]
+    # A new topic's rows fit no centroid; most are strays, which every batch reads (without them, ~135 are found).
+    assert sum(key == f"later{i}" for i, key in enumerate(found[150:], 150)) >= 145
+
+    built.retire([built.ids[picked[0]]])
+    assert built.nearest(copies[:1], ["new0"], scope)[0][0] != f"m{picked[0]}"
+    assert built.nearest(copies[1:2], [f"m{picked[1]}"], scope)[0][0] != f"m{picked[1]}"
+    assert built.nearest(copies[:2], new_keys[:2], [("other", "", "", "", "fact")] * 2) == [None, None]
+
+
+def test_the_write_gates_cells_are_retrained_as_the_mirror_doubles_or_its_strays_grow(settings, monkeypatch):
+    """Rows join the trained cells as they come; the centroids are trained again (in the background, the old cells
+    serving meanwhile) once the rows have doubled, or once many rows of topics the training never saw (strays, read
+    by every batch) have come."""
+    import numpy as np
+
+    from tests.synthetic import mirror, unit, vectors
+
+    rng = np.random.default_rng(5)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    topic = rng.standard_normal(384).astype(np.float32)
+    first, more = (unit(topic + 0.8 * rng.standard_normal((n, 384)).astype(np.float32)) for n in (2000, 1500))
+    built = mirror("ns", first, first)
+    built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
+    trained = built.cells
+    mirror("ns", more, more, built, name="more")
+    built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
+    assert built.cells is trained and trained.rows == 3500  # grown in place
+    mirror("ns", more, more, built, name="again")
+    built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
+    wait_until(lambda: built.cells is not trained)
+    assert built.cells.rows == 5000 and len(built.cells.fine) > len(trained.fine)
+    from retrieval.store import cells
+
+    monkeypatch.setattr(cells, "STRAYS_GROWN", 1000)  # a few cells' worth, at this size
+    strays = vectors(1100, rng)  # other topics
+    mirror("ns", strays, strays, built, name="strays")
+    assert set(range(5000, 6100)) <= set(built.cells.members[built.cells.stray].tolist()) and built.cells.due()
+    built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
+    wait_until(lambda: built.cells.trained_on == 6100)
+    assert not built.cells.due()
+
+
 def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings):
     agent.set(*ROWS)
     settings.LOOM_VECTOR_MIRROR = False

@@ -15,10 +15,13 @@ def stored(agent, *items, **common):
     return agent.set(*items, **common).json["items"]
 
 
-@pytest.fixture(params=["scan", "mirror"])
-def path(request, backend, agent):
-    """Judged by a ClickHouse scan, or by the loaded vector mirror."""
-    if request.param == "mirror":
+@pytest.fixture(params=["scan", "mirror", "cells"])
+def path(request, backend, agent, settings):
+    """Judged by a ClickHouse scan, by the loaded vector mirror, or by the mirror's cells (retrieval/store/cells.py:
+    here from the first row, as a namespace past LOOM_WRITE_GATES_EXACT_ROWS is)."""
+    if request.param == "cells":
+        settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
+    if request.param != "scan":
         agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
         wait_for_mirror(agent)
     return request.param

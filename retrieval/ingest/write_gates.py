@@ -5,8 +5,10 @@ its write scope (agent, user, session, run, memory type: a canonical row must be
 visible wherever its duplicate is) passes the duplicate gate, and that holds the
 same numbers, versions, dates, identifiers and names, is stored as a duplicate of
 it; past the conflict gate, it carries a conflict verdict. The nearest stored row
-comes from the namespace's vector mirror when it is loaded, else from one ClickHouse
-scan joined to the batch by write scope; the batch's own earlier rows count too.
+comes from the namespace's vector mirror when it is loaded (exactly, or past
+LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/store/cells.py),
+else from one ClickHouse scan joined to the batch by write scope; the batch's own earlier
+rows count too.
 `write.set_memories` calls `judge` on its plans before anything is stored.
 """
 

@@ -39,6 +39,7 @@ from django.conf import settings
 
 from retrieval.language import text
 from retrieval.store import clickhouse, native
+from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ class Vectors:
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
         self.counted: set[int] = set()  # the rows whose words are in `words`
+        # The write gates' partition of the rows, for a large mirror (retrieval/store/cells.py); kept up to date by
+        # `add`, retrained by `_gate_cells`.
+        self.cells: Cells | None = None
+        self.training = threading.Lock()
 
     def add(self, rows: list[dict], chunked: bool = False, shown: dict | None = None) -> None:
         """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each."""
@@ -112,6 +117,8 @@ class Vectors:
         self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
         codes = self.scope_ids
         self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
+        if self.cells is not None:
+            self.cells.extend(self.values[start:end], self.codes[start:end], self.scales[start:end])
         for at, (rid, row) in enumerate(fresh, start):
             self.position[rid] = at
             self.ids.append(rid)
@@ -277,33 +284,85 @@ class Vectors:
         return found
 
     def nearest(self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> list[tuple[str, float] | None]:
-        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine)."""
-        found: list[tuple[str, float] | None] = [None] * len(keys)
+        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine).
+        Exact below LOOM_WRITE_GATES_EXACT_ROWS rows; from there, among the rows of the cells nearest each vector by
+        their int8 codes (retrieval/store/cells.py), the best rescored at full precision: a batch's cost then grows
+        with the cells it reads, not with the rows, however many scopes it spans."""
+        cells = self._gate_cells()
+        lines: list[np.ndarray] = []  # candidates: a batch row (its line), and a mirror row
+        rows: list[np.ndarray] = []
         with self.lock:
             size = len(self.ids)
-            groups: dict[tuple, list[int]] = {}
-            for index, scope in enumerate(scopes):
-                groups.setdefault(scope, []).append(index)
-            for scope, members in groups.items():
-                code = self.scope_ids.get(scope)
-                if code is None:
-                    continue
-                rows = np.flatnonzero(self.visible[:size] & (self.scope_codes[:size] == code))
-                if len(rows) == 0:
-                    continue
-                take = min(4, len(rows))  # the best row of another key is among the top few
-                matrix = self.values[:size] if len(rows) == size else self.values[rows]  # one scope: no copy
-                sims = vectors[members] @ matrix.T
-                for line, (index, best) in enumerate(zip(members, sims.argmax(axis=1))):
-                    order = [best]
-                    if self.ids[rows[best]].memory_key == keys[index]:  # its own older version: look further
-                        top = np.argpartition(-sims[line], take - 1)[:take]
-                        order = top[np.argsort(-sims[line, top])]
-                    for at in order:
-                        if self.ids[rows[at]].memory_key != keys[index]:
-                            found[index] = (self.ids[rows[at]].memory_key, float(sims[line, at]))
-                            break
+            live = self.visible[:size]
+            codes = np.asarray([self.scope_ids.get(scope, -1) for scope in scopes])  # -1: a scope with no row here
+            if cells is None:
+                for code in set(codes.tolist()) - {-1}:
+                    members = np.flatnonzero(codes == code)
+                    in_scope = np.flatnonzero(live & (self.scope_codes[:size] == code))
+                    matrix = self.values[:size] if len(in_scope) == size else self.values[in_scope]  # all: no copy
+                    _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
+            else:
+                query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
+                for cell, probing in cells.probed(vectors).items():
+                    members, probing = cells.members[cell], probing[codes[probing] >= 0]
+                    if len(members) == 0 or len(probing) == 0:
+                        continue
+                    approx = np.asarray(simsimd.cdist(query_codes[probing], cells.codes[cell], metric="dot"))
+                    eligible = live[members] & (self.scope_codes[members] == codes[probing][:, None])
+                    _candidates(probing, members, np.where(eligible, approx * cells.scales[cell], -np.inf), lines, rows)
+            return self._best(vectors, keys, lines, rows)
+
+    def _best(self, vectors: np.ndarray, keys: list[str], lines: list, rows: list) -> list[tuple[str, float] | None]:
+        """Each batch row's best candidate of another key, rescored at full precision. Under the lock."""
+        found: list[tuple[str, float] | None] = [None] * len(keys)
+        if not lines:
+            return found
+        lines, rows = np.concatenate(lines), np.concatenate(rows)
+        exact = np.einsum("md,md->m", self.values[rows], vectors[lines])
+        for line, row, similarity in zip(
+            *(part[np.lexsort((-exact, lines))].tolist() for part in (lines, rows, exact))
+        ):
+            if found[line] is None and (key := self.ids[row].memory_key) != keys[line]:
+                found[line] = (key, similarity)
         return found
+
+    def _gate_cells(self) -> Cells | None:
+        """The cells of a mirror of LOOM_WRITE_GATES_EXACT_ROWS rows or more: trained when first asked for (a loaded
+        mirror's, as it loads), and again in the background when due; the current cells serve meanwhile."""
+        if len(self.ids) < settings.LOOM_WRITE_GATES_EXACT_ROWS:
+            return None
+        if self.cells is None:
+            self._train_cells()
+        elif self.cells.due() and not self.training.locked():
+            threading.Thread(target=self._train_cells, name="loom-cells-train", daemon=True).start()
+        return self.cells
+
+    def _train_cells(self) -> None:
+        """Outside the search lock (rows below the count never move); one training at a time."""
+        with self.training:
+            if self.cells is not None and not self.cells.due():
+                return  # trained while this one waited
+            size = len(self.ids)
+            trained = Cells.trained(self.values[:size], self.codes[:size], self.scales[:size])
+            with self.lock:  # the rows a write added meanwhile join their cells
+                now = len(self.ids)
+                trained.extend(self.values[size:now], self.codes[size:now], self.scales[size:now])
+                self.cells = trained
+
+
+def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines: list, out_rows: list) -> None:
+    """Each line's two best rows by `sims` (lines x rows; -inf where not eligible): a key has one live row in a
+    scope, so the best row of another key is among them."""
+    take = min(2, len(rows))
+    if take == 0:
+        return
+    if take < len(rows):
+        top = np.argpartition(-sims, take - 1, axis=1)[:, :take]
+    else:
+        top = np.broadcast_to(np.arange(len(rows)), sims.shape)
+    keep = np.take_along_axis(sims, top, axis=1) > -np.inf
+    out_lines.append(np.broadcast_to(lines[:, None], top.shape)[keep])
+    out_rows.append(rows[top][keep])
 
 
 def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -440,6 +499,8 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
     try:
         clickhouse.use_target_in_thread(target)
         mirror = _load(org, namespace, model)
+        if mirror is not None:
+            mirror._gate_cells()  # a large namespace's first write batch then finds them trained
     except Exception as exc:  # the scan keeps answering; the next search tries again
         log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
         with _lock:

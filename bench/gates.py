@@ -1,0 +1,115 @@
+"""The write gates' nearest-row read at scale: the exact comparison against the cells (retrieval/store/cells.py).
+
+    .venv/bin/python bench/gates.py [--real 10000 20000 45000] [--synthetic 100000 300000 1000000] [--batches 6]
+
+A component benchmark: `Vectors.nearest()`, what the write gates ask of a namespace's mirror for each batch, on
+500-row batches. Real rows: the local embedder's vectors of 50,000 distinct sentences (bench/real_vectors.py, ~10
+minutes the first time); the first N are stored, and batches of the last 5,000 are judged as new writes.
+Synthetic rows (tests/synthetic.py, clustered unit vectors), for the sizes the real set cannot reach; each batch
+half near copies of stored rows (cosine ~0.9), half new rows. Reported per size: p50 ms per batch, exact (the
+baseline, same run) and cells; the cells' training time; and how the two agree where the gates act: of the batch
+rows whose exact nearest is at or past the conflict gate, the share whose nearest row the cells name too, and the
+share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.scratch import scratch_dir
+
+os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-gates-")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+
+import django
+
+django.setup()
+
+import numpy as np
+from django.conf import settings
+
+from bench.real_vectors import embedded
+from tests.synthetic import DIM, mirror, unit, vectors
+
+BATCH = 500
+SCOPE = ("default", "", "", "", "fact")
+
+
+def verdict(hit) -> str:
+    similarity = -1.0 if hit is None else hit[1]
+    if similarity >= settings.LOOM_DUPLICATE_THRESHOLD:
+        return "duplicate"
+    return "conflict" if similarity >= settings.LOOM_CONFLICT_THRESHOLD else "none"
+
+
+def judged(built, batches: list[np.ndarray], exact_rows: int) -> tuple[list[float], list]:
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = exact_rows
+    timings, found = [], []
+    for n, batch in enumerate(batches):
+        keys = [f"new{n}.{i}" for i in range(len(batch))]
+        start = time.perf_counter()
+        found += built.nearest(batch, keys, [SCOPE] * len(batch))
+        timings.append((time.perf_counter() - start) * 1000)
+    return timings, found
+
+
+def measure(label: str, stored: np.ndarray, batches: list[np.ndarray], exact_batches: int) -> None:
+    built = mirror("ns", stored, stored)
+    exact_ms, exact = judged(built, batches[:exact_batches], 10**12)
+    start = time.perf_counter()
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 0
+    built._gate_cells()
+    trained = time.perf_counter() - start
+    cells_ms, cells = judged(built, batches, 0)
+    pairs = list(zip(exact, cells[: len(exact)]))
+    gated = [(e, c) for e, c in pairs if e is not None and e[1] >= settings.LOOM_CONFLICT_THRESHOLD]
+    same = sum(c is not None and c[0] == e[0] for e, c in gated) / max(1, len(gated))
+    agree = sum(verdict(e) == verdict(c) for e, c in pairs) / len(pairs)
+    print(
+        f"{label:>22}{len(stored):>10,}{statistics.median(exact_ms):>10.1f}{statistics.median(cells_ms):>9.1f}"
+        f"{statistics.median(exact_ms) / statistics.median(cells_ms):>7.1f}x{trained:>9.2f}"
+        f"{len(gated):>7}{same:>8.3f}{agree:>8.3f}",
+        flush=True,
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", type=int, nargs="*", default=[10_000, 20_000, 45_000])
+    parser.add_argument("--synthetic", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--batches", type=int, default=6)
+    args = parser.parse_args()
+    print(
+        f"the write gates' nearest-row read (Vectors.nearest), {BATCH}-row batches, {DIM}-d; conflict gate "
+        f"{settings.LOOM_CONFLICT_THRESHOLD}, duplicate gate {settings.LOOM_DUPLICATE_THRESHOLD}"
+    )
+    print(
+        f"{'rows':>22}{'stored':>10}{'exact p50':>10}{'cells':>9}{'ratio':>8}{'train s':>9}{'gated':>7}"
+        f"{'same':>8}{'verdict':>8}"
+    )
+    if args.real:
+        real = embedded(50_000)
+        held = real[45_000:]
+        batches = [held[at : at + BATCH] for at in range(0, BATCH * args.batches, BATCH)]
+        for size in args.real:
+            measure("real (local:minilm)", real[:size], batches, args.batches)
+    rng = np.random.default_rng(0)
+    for size in args.synthetic:
+        stored = vectors(size, rng)
+        batches = []
+        for _ in range(args.batches):
+            copies = stored[rng.integers(0, size, BATCH // 2)]
+            copies = unit(copies + 0.025 * rng.standard_normal(copies.shape).astype(np.float32))
+            batches.append(np.concatenate([copies, vectors(BATCH - len(copies), rng)]))
+        # The exact comparison at a million rows costs seconds a batch: two are enough for its median.
+        measure("synthetic (clustered)", stored, batches, args.batches if size < 500_000 else 2)
+        del stored
+
+
+if __name__ == "__main__":
+    main()
