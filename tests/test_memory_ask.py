@@ -1,5 +1,7 @@
 """memory.ask: the search's window answered by the LLM (through the real openai SDK), citing keys — or an abstain."""
 
+import json
+
 import pytest
 
 from retrieval.store import clickhouse
@@ -289,6 +291,31 @@ def test_the_trace_log_names_the_ask(backend, openai_llm, model_server, ranker, 
     ask(ranker)
     rows = ranker.call("memory.search_trace_log", {"namespace": ranker.namespace}, ranker.token).json["rows"]
     assert [row["op"] for row in rows] == ["memory.ask"]
+
+
+def test_a_stripe_live_key_is_stored_high_and_never_embedded_searched_or_sent_to_a_model(
+    backend, openai_embedder, openai_llm, model_server, ranker
+):
+    """The new user's case: a value holding a Stripe live secret key was stored `low`, embedded, served by search
+    and placed in memory.ask's prompt (the detector knew only the `sk-` prefix)."""
+    key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+    stored = ranker.set(
+        {"memory_key": "billing.stripe", "value": f"Stripe secret for billing payments: {key}"},
+        {"memory_key": "billing.plan", "value": "Billing payments run through Stripe on the pro plan"},
+    ).json["items"]
+    assert [(item["sensitivity"], item["sensitivity_reason"]) for item in stored] == [
+        ("high", "credential"),
+        ("low", None),
+    ]
+    assert stored[0]["embedding_model"] == "" and stored[1]["embedding_model"] == "text-embedding-3-small"
+    hits = ranker.hits("stripe billing payments secret", min_similarity=0, search_mode="hybrid")
+    assert hits == ["billing.plan"]
+    model_server.script(Answer(content="Billing runs through Stripe [1]."))
+    assert ask(ranker, "What is the Stripe secret for billing?").json["memory_keys"] == ["billing.plan"]
+    assert model_server.embedding_requests() and model_server.chat_requests()
+    assert not [seen for seen in model_server.requests if key in json.dumps(seen.body)]
+    got = ranker.call("memory.get", {"memory_key": "billing.stripe"}, ranker.token).json
+    assert key in got["value"] and got["sensitivity"] == "high"  # readable by key, as stored
 
 
 @pytest.mark.parametrize(

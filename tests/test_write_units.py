@@ -48,16 +48,37 @@ def test_chunks_cover_the_value_with_overlap_on_word_boundaries():
     assert covered >= set(range(len(value)))
 
 
+# Format-valid fakes of each kind of secret: stated in prose, the formats detect-secrets knows, OpenAI/Anthropic
+# keys as issued today, and quoted high-entropy strings.
+SECRETS = [
+    "the wifi password: correct-horse-battery",
+    "Stripe live key sk_live_4eC39HqLyjWDarjtT1zdp7dc for billing",
+    "restricted key rk_live_51HxYz0AbCdEfGhIjKlMnOpQ",
+    "bot token xoxb-1234567890-0987654321-abcdefghijklmnopqrstuvwx",
+    "alerts go to https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/abcdefghijklmnopqrstuvwx",
+    "deploy with ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "CI uses glpat-abcdefghij0123456789",
+    "AKIAIOSFODNN7EXAMPLE is the access key id",
+    'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+    "session eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+    "Twilio account ACa1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4",
+    "the app connects to postgres://admin:s3cretpass@db.internal:5432/app",
+    "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
+    "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx",
+    "claude key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+    'signing value "q8Xz3LmP0vR7tY2wK9nB5cF1hJ6dG4sA" in the vault',
+]
+
+
 @pytest.mark.parametrize(
     "value,reason",
     [
         ("my card is 4111 1111 1111 1111, exp 09/29", "card_number"),
         ("SSN 123-45-6789 on file", "ssn"),
         ("Her PIN is 4821", "pin"),
-        ("the wifi password: correct-horse-battery", "credential"),
-        ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", "credential"),
-        ("-----BEGIN OPENSSH PRIVATE KEY-----", "credential"),
-        ("AKIAIOSFODNN7EXAMPLE is the access key id", "credential"),
+        *[(secret, "credential") for secret in SECRETS],
     ],
 )
 def test_high_sensitivity_values_are_detected(value, reason):
@@ -73,6 +94,14 @@ def test_high_sensitivity_values_are_detected(value, reason):
         "the pin of the map is in Berlin",
         "password reset emails go out hourly",
         "invoice 2026-05-01 total 1234",
+        "Commit 3f2a9cbd81e4a7f0c2d5e8b1a4c7f0d3e6b9a2c5 deployed to production",  # hex ids are no secrets
+        "Request id 123e4567-e89b-12d3-a456-426614174000 failed twice",
+        "See https://docs.python.org/3/library/re.html for the details",
+        "internationalization is handled by the frontend team",
+        "web-app v4.2.3 deployed by Jonas Berg at 10:42",
+        "the API key rotation happens monthly",
+        "The order ID is ORD-2026-000123456, shipped Tuesday",
+        "Base64 of 'hello' is aGVsbG8=",
     ],
 )
 def test_ordinary_values_are_not_flagged(value):

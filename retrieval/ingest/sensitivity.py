@@ -1,33 +1,62 @@
 """Deterministic detection of high-sensitivity values.
 
 A value that holds a credential, a card number, an SSN or a stated PIN is
-stored (readable by key) but never embedded, chunked or indexed for search.
-No model decides this: the same text always gets the same verdict.
+stored (readable by key) but never embedded, chunked or indexed for search,
+and so never served or sent to a model. No model decides this: the same text
+always gets the same verdict.
+
+Credentials in known formats (cloud, Stripe, Slack, GitHub, GitLab, JWTs,
+private keys, and the rest of detect-secrets' plugins) and quoted high-entropy
+strings are found by detect-secrets, which is maintained as formats change;
+what it does not cover is here: a secret stated in prose ("the wifi password:
+..."), OpenAI-style `sk-` keys of the current formats, and the Luhn, SSN and
+PIN checks.
 """
 
 import re
+from functools import cache
+
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.ip_public import IPPublicDetector
 
 LEVELS = ("low", "medium", "high")
 
 _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _SSN = re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)")
 _PIN = re.compile(r"\bpin(?:\s*(?:code|number))?\s*(?:is|was|:|=)\s*\d{4,8}\b", re.IGNORECASE)
-# A stated secret ("password: ...") and well-known key formats.
+# A stated secret ("password: ..."): detect-secrets' keyword plugin reads code (`password = "..."`), not prose.
 _STATED_SECRET = re.compile(
     r"\b(?:password|passwd|passphrase|passcode|api[ _-]?key|secret[ _-]?key|access[ _-]?token|"
     r"auth[ _-]?token|client[ _-]?secret)\b\s*(?:is|was|:|=)\s*\S{4,}",
     re.IGNORECASE,
 )
 _SECRET_WORDS = ("pass", "key", "token", "secret")
-_KEY_FORMAT = re.compile(
-    r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"
-    r"|\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI-style secret keys
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key ids
-    r"|\bgh[pousr]_[A-Za-z0-9]{36,}\b"  # GitHub tokens
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
-)
-# Substrings every key format above contains: without one, the regex need not run.
-_KEY_MARKERS = ("-----BEGIN", "sk-", "AKIA", "_", "xox")
+# OpenAI (and Anthropic) secret keys as issued today: detect-secrets' OpenAI plugin knows only the older format.
+_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")
+# What key material looks like: a run of 16+ token characters with a digit or a capital after its first. Without
+# one (or a URL, which may carry credentials, or a private key's header) detect-secrets' plugins need not run: they
+# cost ~130 µs a value, this check a few.
+_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{16,}")
+_MIXED = re.compile(r"[0-9A-Z]")
+_KEY_HEADERS = ("://", "PRIVATE KEY", "PuTTY-User-Key")
+
+
+@cache
+def _plugins() -> tuple:
+    """detect-secrets' format plugins (a public IP address is no secret), and its quoted base64 high-entropy
+    strings. Not its hex high-entropy plugin: commit hashes and ids are hex, and an agent's notes hold many."""
+    formats = [
+        plugin()
+        for plugin in get_mapping_from_secret_type_to_class().values()
+        if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector
+    ]
+    return (*formats, Base64HighEntropyString())
+
+
+def _key_material(text: str) -> bool:
+    return any(header in text for header in _KEY_HEADERS) or any(_MIXED.search(run, 1) for run in _TOKEN.findall(text))
 
 
 def _luhn(digits: str) -> bool:
@@ -42,11 +71,12 @@ def _luhn(digits: str) -> bool:
 
 def detect(text: str) -> str | None:
     """What makes `text` high-sensitivity ('credential', 'card_number', 'ssn', 'pin'), or None."""
-    # Cheap checks first, so the common value (no secret words, few digits) costs ~2 µs.
     lowered = text.lower()
     if any(word in lowered for word in _SECRET_WORDS) and _STATED_SECRET.search(text):
         return "credential"
-    if any(marker in text for marker in _KEY_MARKERS) and _KEY_FORMAT.search(text):
+    if _key_material(text) and (
+        _SK_KEY.search(text) or any(next(iter(plugin.analyze_string(text)), None) for plugin in _plugins())
+    ):
         return "credential"
     digits = sum(text.count(digit) for digit in "0123456789")
     if digits >= 13:
