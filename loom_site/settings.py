@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "loom_site.middleware.clickhouse_budget",
 ]
 
 ROOT_URLCONF = "loom_site.urls"
@@ -144,6 +145,11 @@ LOGGING = {
 # Embedded chDB in LOOM_DATA_DIR unless LOOM_CLICKHOUSE_URL names a server.
 LOOM_DATA_DIR = env.string("LOOM_DATA_DIR", str(VAR_DIR / "clickhouse"))
 LOOM_CLICKHOUSE_URL = env.string("LOOM_CLICKHOUSE_URL")
+# Within a request, each statement waits at most this long (an insert the second), and all of a request's statements
+# together the third: a frozen engine gets a 503 within seconds, not a thread held statement after statement.
+LOOM_CLICKHOUSE_QUERY_TIMEOUT_S = env.number("LOOM_CLICKHOUSE_QUERY_TIMEOUT_S", 5.0, minimum=0.1)
+LOOM_CLICKHOUSE_WRITE_TIMEOUT_S = env.number("LOOM_CLICKHOUSE_WRITE_TIMEOUT_S", 10.0, minimum=0.1)
+LOOM_CLICKHOUSE_REQUEST_BUDGET_S = env.number("LOOM_CLICKHOUSE_REQUEST_BUDGET_S", 10.0, minimum=0.1)
 LOOM_CLICKHOUSE_DATABASE = env.string("LOOM_CLICKHOUSE_DATABASE", "loom")
 # A cluster of LOOM_CLICKHOUSE_URL's remote_servers: tables sharded by (org, namespace) (retrieval/store/cluster.py).
 # Its DDL goes ON CLUSTER (Keeper, replicated tables) unless every node's URL is listed in ..._NODES.

@@ -12,6 +12,7 @@ import atexit
 import base64
 import fcntl
 import logging
+import math
 import os
 import re
 import threading
@@ -25,6 +26,7 @@ import clickhouse_connect
 import numpy as np
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
 from django.conf import settings
+from urllib3 import Timeout
 
 from retrieval.store import native
 
@@ -82,8 +84,11 @@ _side = ThreadPoolExecutor(max_workers=8, thread_name_prefix="loom-side")
 
 
 def on_the_side(fn, *args) -> Future:
-    """Run `fn(*args)` in a worker thread, against the engine this thread uses (and into its recording)."""
-    return _side.submit(_pinned, target(), getattr(_local, "recording", None), fn, args)
+    """Run `fn(*args)` in a worker thread, against the engine this thread uses (into its recording, within its
+    request's budget)."""
+    return _side.submit(
+        _pinned, target(), getattr(_local, "recording", None), getattr(_local, "budget", None), fn, args
+    )
 
 
 @contextmanager
@@ -96,12 +101,52 @@ def at(dsn: str) -> Iterator[None]:
         _local.target = previous
 
 
-def _pinned(dsn: str, recording: list[str] | None, fn, args: tuple):
-    _local.target, _local.recording = dsn, recording
+def _pinned(dsn: str, recording: list[str] | None, spent: "_Budget | None", fn, args: tuple):
+    _local.target, _local.recording, _local.budget = dsn, recording, spent
     try:
         return fn(*args)
     finally:
-        _local.target = _local.recording = None
+        _local.target = _local.recording = _local.budget = None
+
+
+class _Budget:
+    """The ClickHouse time one request may still spend, over all its statements (side by side ones too)."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+        self.lock = threading.Lock()
+
+    def spend(self, seconds: float) -> None:
+        with self.lock:
+            self.left -= seconds
+
+    def timeout(self, method: str) -> Timeout:
+        """A statement's limit: its kind's timeout, or what is left of the budget."""
+        kind = (
+            settings.LOOM_CLICKHOUSE_WRITE_TIMEOUT_S
+            if method == "raw_insert"
+            else settings.LOOM_CLICKHOUSE_QUERY_TIMEOUT_S
+        )
+        limit = min(kind, self.left)
+        if limit <= 0:
+            raise ClickHouseUnavailable(
+                "the request spent its ClickHouse budget (LOOM_CLICKHOUSE_REQUEST_BUDGET_S="
+                f"{settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S:g})"
+            )
+        return Timeout(connect=min(_BACKGROUND_TIMEOUT.connect_timeout, limit), read=limit)
+
+
+@contextmanager
+def budget() -> Iterator[None]:
+    """This request's statements share LOOM_CLICKHOUSE_REQUEST_BUDGET_S, and each waits at most
+    LOOM_CLICKHOUSE_QUERY_TIMEOUT_S (an insert LOOM_CLICKHOUSE_WRITE_TIMEOUT_S): a request that meets a frozen engine
+    answers 503 within seconds instead of waiting statement after statement, and frees its thread. Background work
+    (a mirror's load, the commands) runs without one, each statement bounded by the client's own timeout."""
+    previous, _local.budget = getattr(_local, "budget", None), _Budget(settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S)
+    try:
+        yield
+    finally:
+        _local.budget = previous
 
 
 @contextmanager
@@ -130,7 +175,11 @@ def database() -> str:
     return name
 
 
-def _connect(dsn: str):
+# Statements outside a request (a mirror's load, the commands) may read a namespace's every vector.
+_BACKGROUND_TIMEOUT = Timeout(connect=5, read=60)
+
+
+def _connect(dsn: str, timeout: Timeout = None):
     try:
         if dsn.startswith("chdb://"):
             client = clickhouse_connect.get_client(dsn=dsn, tz_mode="aware")
@@ -140,8 +189,8 @@ def _connect(dsn: str):
                 tz_mode="aware",  # every timestamp is UTC; hand them out as aware datetimes
                 # One client serves many threads; a server session would serialise them.
                 autogenerate_session_id=False,
-                connect_timeout=5,
-                send_receive_timeout=60,
+                connect_timeout=math.ceil(timeout.connect_timeout),  # whole seconds here; `_run` sets the exact one
+                send_receive_timeout=math.ceil(timeout.read_timeout),
                 settings=_CLUSTER_SETTINGS if settings.LOOM_CLICKHOUSE_CLUSTER else {},
             )
     except ProgrammingError as exc:
@@ -182,15 +231,18 @@ def _held_by_another_process(path: str) -> bool:
         return False
 
 
-def client():
-    """This thread's client for the current target, opened on first use."""
+def client(timeout: Timeout = None):
+    """This thread's client for the current target, opened on first use (within `timeout`, on a server)."""
     dsn = target()
     clients = getattr(_local, "clients", None)
     if clients is None:
         clients = _local.clients = {}
     if dsn not in clients:
-        with _lock:  # the database is created once, and the engine opened, one thread at a time
-            clients[dsn] = _connect(dsn)
+        if dsn.startswith("chdb://"):
+            with _lock:  # the engine is opened, and the database created, one thread at a time
+                clients[dsn] = _connect(dsn)
+        else:  # each thread its own connections; a thread opening one waits for no other
+            clients[dsn] = _connect(dsn, timeout or _BACKGROUND_TIMEOUT)
     return clients[dsn]
 
 
@@ -199,13 +251,29 @@ def _run(method: str, *args, **kwargs):
         recording.append(f"INSERT INTO {args[0]}" if method == "raw_insert" else args[0])
     if kwargs.get("parameters"):
         args, kwargs = _bind_vectors(args, kwargs)
+    spent = getattr(_local, "budget", None)
+    timeout = _BACKGROUND_TIMEOUT if spent is None else spent.timeout(method)
+    engine = client(timeout)
+    if hasattr(engine, "timeout"):  # an HTTP client (this thread's own): its read waits no longer than the limit
+        engine.timeout = timeout
+    if spent is not None:  # and the engine stops the statement there too
+        kwargs = {
+            **kwargs,
+            "settings": {**kwargs.get("settings", {}), "max_execution_time": math.ceil(timeout.read_timeout)},
+        }
+    start = time.monotonic()
     try:
-        return getattr(client(), method)(*args, **kwargs)
+        return getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
         raise ClickHouseUnavailable(f"ClickHouse is unavailable: {exc}") from None
     except DatabaseError as exc:
+        if spent is not None and "TIMEOUT_EXCEEDED" in str(exc):
+            raise ClickHouseUnavailable(f"ClickHouse did not answer within the request's limit: {exc}") from None
         log.error("ClickHouse refused a statement: %s", exc)
         raise ClickHouseError(str(exc)) from None
+    finally:
+        if spent is not None:
+            spent.spend(time.monotonic() - start)
 
 
 def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
