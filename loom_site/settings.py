@@ -137,8 +137,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.string("LOOM_LOG_LEVEL", "INFO")},
-    # The providers' HTTP client logs a line per request at INFO; our senders log what goes wrong.
-    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
+    # The providers' HTTP client logs a line per request at INFO; our senders log what goes wrong. The ClickHouse
+    # driver (and urllib3 under it) logs a warning per failed request; the service logs an outage once as it begins
+    # and once as it ends.
+    "loggers": {
+        **{name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
+        **{name: {"level": "ERROR"} for name in ("urllib3.connectionpool", "clickhouse_connect.driver")},
+    },
 }
 
 # --- ClickHouse -------------------------------------------------------------

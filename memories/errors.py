@@ -80,8 +80,7 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal("METHOD_NOT_ALLOWED", str(exc.detail))
     if isinstance(exc, RequestDataTooBig):
         return Refusal("BODY_TOO_LARGE", "the request body is larger than LOOM_REQUEST_MAX_BYTES")
-    if isinstance(exc, ClickHouseUnavailable):
-        log.error("ClickHouse unavailable: %s", exc)
+    if isinstance(exc, ClickHouseUnavailable):  # logged as the outage begins and ends (retrieval/store/clickhouse.py)
         return Refusal("CLICKHOUSE_UNAVAILABLE", "ClickHouse is unavailable; retry shortly")
     if isinstance(exc, (customer.GatewayDeferred, customer.GatewayRefused)):
         return Refusal(exc.code, str(exc), gateway_status=exc.gateway_status, gateway_code=exc.gateway_code)

@@ -1,7 +1,8 @@
 """A frozen ClickHouse server (SIGSTOP: connections accepted, nothing answered): each request answers 503 within its
 ClickHouse limits instead of waiting statement after statement, and the service answers again by itself once the
-engine resumes."""
+engine resumes. The outage is logged as it begins and as it ends, not once per request."""
 
+import logging
 import os
 import signal
 import time
@@ -25,13 +26,16 @@ def own_server(tmp_path):
     server.stop()
 
 
-def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(own_server, alice, call, settings):
+def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
+    own_server, alice, call, settings, caplog
+):
     settings.LOOM_CLICKHOUSE_QUERY_TIMEOUT_S = settings.LOOM_CLICKHOUSE_WRITE_TIMEOUT_S = 1.0
     settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S = 1.5
     token = alice.token("writer")
     assert call("memory.set", {"memory_key": "before", "value": "stored before the freeze"}, token).status == 201
 
     os.kill(own_server.process.pid, signal.SIGSTOP)
+    caplog.set_level(logging.WARNING)
     for op, body, method in (
         ("memory.set", {"memory_key": "during", "value": "sent while frozen"}, "post"),
         ("memory.search", {"query": "freeze"}, "post"),
@@ -51,3 +55,9 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
     assert got.json["value"] == "stored before the freeze"
     assert call("memory.get", {"memory_key": "during"}, token).status == 404  # refused, so nothing of it is stored
     assert call("memory.set", {"memory_key": "after", "value": "stored after the freeze"}, token).status == 201
+    said = [record.getMessage() for record in caplog.records if record.name == "retrieval.store.clickhouse"]
+    assert [line.split(": ")[0] for line in said if " is unavailable" in line] == [
+        f"ClickHouse at {own_server.url} is unavailable"
+    ]
+    assert len([line for line in said if "answers again" in line]) == 1
+    assert not [record for record in caplog.records if record.name.startswith(("urllib3", "clickhouse_connect"))]

@@ -202,6 +202,7 @@ def _connect(dsn: str, timeout: Timeout = None):
             ) from None
         raise ClickHouseUnavailable(f"Cannot open the embedded ClickHouse engine: {exc}") from None
     except (OperationalError, OSError) as exc:
+        _outage.began(exc)
         raise ClickHouseUnavailable(f"Cannot reach ClickHouse at {_redact(dsn)}: {exc}") from None
     client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
     client.database = database()
@@ -263,8 +264,9 @@ def _run(method: str, *args, **kwargs):
         }
     start = time.monotonic()
     try:
-        return getattr(engine, method)(*args, **kwargs)
+        answer = getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
+        _outage.began(exc)
         raise ClickHouseUnavailable(f"ClickHouse is unavailable: {exc}") from None
     except DatabaseError as exc:
         if spent is not None and "TIMEOUT_EXCEEDED" in str(exc):
@@ -274,6 +276,41 @@ def _run(method: str, *args, **kwargs):
     finally:
         if spent is not None:
             spent.spend(time.monotonic() - start)
+    _outage.ended()
+    return answer
+
+
+class _Outages:
+    """Which engines failed their last statement, since when: an outage is logged as it begins and as it ends, not
+    once per request that meets it (an outage of 20 s under load once wrote ~5,000 lines)."""
+
+    def __init__(self):
+        self.since: dict[str, tuple[float, int]] = {}  # target: (when it began, statements refused since)
+        self.lock = threading.Lock()
+
+    def began(self, exc: Exception) -> None:
+        dsn = target()
+        with self.lock:
+            began, refused = self.since.get(dsn, (time.monotonic(), 0))
+            if not refused:
+                log.error("ClickHouse at %s is unavailable: %s", _redact(dsn), exc)
+            self.since[dsn] = began, refused + 1
+
+    def ended(self) -> None:
+        if not self.since:  # the common case: no lock
+            return
+        with self.lock:
+            outage = self.since.pop(target(), None)
+        if outage is not None:
+            log.warning(
+                "ClickHouse at %s answers again, after %.1f s (%d statements refused meanwhile)",
+                _redact(target()),
+                time.monotonic() - outage[0],
+                outage[1],
+            )
+
+
+_outage = _Outages()
 
 
 def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
