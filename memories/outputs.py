@@ -238,12 +238,16 @@ class ProviderOut(serializers.Serializer):
 
 
 class HealthOut(serializers.Serializer):
+    """`status` for anyone; the rest for an admin token."""
+
     status = serializers.CharField(help_text="ok, degraded or unavailable")
-    clickhouse = ClickHouseHealthOut()
-    embedder = ProviderOut()
-    llm = ProviderOut()
-    problems = serializers.ListField(child=serializers.CharField())
-    adaptive_thresholds = serializers.DictField(help_text="enabled, tier (cluster or scalar), calibration_hash")
+    clickhouse = ClickHouseHealthOut(required=False)
+    embedder = ProviderOut(required=False)
+    llm = ProviderOut(required=False)
+    problems = serializers.ListField(child=serializers.CharField(), required=False)
+    adaptive_thresholds = serializers.DictField(
+        help_text="enabled, tier (cluster or scalar), calibration_hash", required=False
+    )
 
 
 class SearchHitOut(serializers.Serializer):

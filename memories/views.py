@@ -401,17 +401,20 @@ class OrgGetModelCalls(OrgOpView):
 
 
 class Health(APIView):
-    """ClickHouse reachability, the providers in use, and the problems list. No token needed."""
+    """Whether the service can serve, for anyone (a load balancer, a status page): `status` alone. With an admin
+    token, what stands behind it: ClickHouse, the providers in use, the problems list."""
 
-    authentication_classes = []
     permission_classes = []
 
     @extend_schema(operation_id="health", responses={200: outputs.HealthOut, 503: outputs.HealthOut})
     def get(self, request):
         report = health.report()
-        body = outputs.HealthOut(report).data
+        admin = request.auth is not None and request.auth.role >= Role.ADMIN
+        body = outputs.HealthOut(report).data if admin else {"status": report["status"]}
         if not report["clickhouse"]["ok"]:
-            body["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": report["clickhouse"]["error"]}
+            # The engine's address and the driver's words are for admins: the public learns only that it is down.
+            message = report["clickhouse"]["error"] if admin else "ClickHouse is unavailable; retry shortly"
+            body["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": message}
             return Response(body, status=503)
         return Response(body)
 

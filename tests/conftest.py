@@ -113,6 +113,13 @@ def call(db):
     return call
 
 
+@pytest.fixture
+def health(alice, call):
+    """health() -> GET /v1/health as an admin sees it: what stands behind `status`."""
+    token = alice.token("admin")
+    return lambda: call("health", token=token, method="get").json
+
+
 class Agent:
     """One token's view of the API, for tests that write then search."""
 

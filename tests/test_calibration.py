@@ -31,7 +31,7 @@ def test_the_probe_corpora_hold_forty_pairs_each():
         assert len(corpus) >= 40 and len(set(corpus)) == len(corpus)
 
 
-def test_recalibrate_derives_ordered_gates_from_the_local_embedder(local_embedder, agent, call):
+def test_recalibrate_derives_ordered_gates_from_the_local_embedder(local_embedder, agent, call, health):
     call_command("recalibrate")
     stored = calibration.stored("local:minilm")
     values = [stored.gates[name] for name in ORDER]
@@ -46,7 +46,7 @@ def test_recalibrate_derives_ordered_gates_from_the_local_embedder(local_embedde
     reply = agent.search("anything at all")
     assert reply.json["thresholds"]["tier"] == "cluster"
     assert reply.json["thresholds"]["abstain"] == stored.gates["abstain"]
-    health = call("health", method="get").json["adaptive_thresholds"]
+    health = health()["adaptive_thresholds"]
     assert health == {"enabled": True, "tier": "cluster", "calibration_hash": stored.calibration_hash}
 
 

@@ -17,13 +17,13 @@ def gateway(settings, openai_embedder, openai_llm):
     return openai_llm
 
 
-def test_a_refused_identity_answers_403_with_the_gateways_status(backend, gateway, model_server, agent, call):
+def test_a_refused_identity_answers_403_with_the_gateways_status(backend, gateway, model_server, agent, call, health):
     model_server.script(Answer(403, code="agent_denied"))
     reply = agent.call("memory.set", {"memory_key": "k", "value": "v"}, agent.token)
     assert (reply.status, reply.error) == (403, "MODEL_CALL_REFUSED")
     assert (reply.json["error"]["gateway_status"], reply.json["error"]["gateway_code"]) == (403, "agent_denied")
     assert len(model_server.embedding_requests()) == 1  # never retried
-    assert not [p for p in call("health", method="get").json["problems"] if p.startswith("provider_failing")]
+    assert not [p for p in health()["problems"] if p.startswith("provider_failing")]
 
 
 def test_a_long_wait_answers_503_with_retry_after_and_no_fallback(backend, gateway, model_server, agent):

@@ -3,11 +3,13 @@
 import pytest
 
 from retrieval.store import clickhouse
+from tests.conftest import Reply
 
 
 @pytest.mark.cluster
-def test_health_reports_clickhouse_providers_and_problems(backend, call, settings):
-    reply = call("health", method="get")
+def test_an_admin_sees_clickhouse_providers_and_problems(backend, alice, call, settings):
+    admin = alice.token("admin")
+    reply = call("health", token=admin, method="get")
     assert reply.status == 200
     assert reply.json["status"] == "ok"
     assert reply.json["clickhouse"]["ok"] is True and reply.json["clickhouse"]["backend"] == backend
@@ -17,21 +19,37 @@ def test_health_reports_clickhouse_providers_and_problems(backend, call, setting
     assert reply.json["problems"] == ["fake_embedder", "fake_llm"]
 
     settings.LOOM_REQUIRE_REAL_PROVIDERS = True
-    strict = call("health", method="get")
+    strict = call("health", token=admin, method="get")
     assert strict.status == 200 and strict.json["status"] == "degraded"
 
 
-def test_health_is_503_when_clickhouse_is_unreachable(db, call):
+def test_anyone_else_learns_only_the_status(alice, call, settings):
+    assert call("health", method="get") == Reply(200, {"status": "ok"})
+    assert call("health", token=alice.token("writer"), method="get") == Reply(200, {"status": "ok"})
+    settings.LOOM_REQUIRE_REAL_PROVIDERS = True
+    assert call("health", method="get") == Reply(200, {"status": "degraded"})
+    assert call("health", token="loom_nope", method="get").error == "INVALID_TOKEN"
+
+
+def test_health_is_503_when_clickhouse_is_unreachable_and_only_an_admin_learns_where(alice, call):
     from tests.chserver import free_port
 
-    previous = clickhouse.use(f"http://127.0.0.1:{free_port()}")
+    port = free_port()
+    admin = alice.token("admin")
+    previous = clickhouse.use(f"http://127.0.0.1:{port}")
     try:
-        reply = call("health", method="get")
+        public, detailed = call("health", method="get"), call("health", token=admin, method="get")
     finally:
         clickhouse.use(previous)
-    assert reply.status == 503
-    assert reply.error == "CLICKHOUSE_UNAVAILABLE"
-    assert reply.json["status"] == "unavailable" and reply.json["clickhouse"]["ok"] is False
+    assert public == Reply(
+        503,
+        {
+            "status": "unavailable",
+            "error": {"code": "CLICKHOUSE_UNAVAILABLE", "message": "ClickHouse is unavailable; retry shortly"},
+        },
+    )
+    assert detailed.status == 503 and detailed.error == "CLICKHOUSE_UNAVAILABLE"
+    assert detailed.json["clickhouse"]["ok"] is False and str(port) in detailed.json["error"]["message"]
 
 
 def test_an_op_is_503_when_clickhouse_is_unreachable(alice, call):

@@ -117,15 +117,15 @@ def test_customer_headers_go_only_to_gateway_hosts(
         assert not {"x-loom-customer", "x-loom-feature", "x-agent", "x-space"} & (embedding.keys() | chat.keys())
 
 
-def test_health_names_the_fake_llm_and_a_missing_key(call, settings, db):
+def test_health_names_the_fake_llm_and_a_missing_key(call, settings, health):
     from retrieval.providers import llm
 
     llm.forget()
     try:
-        assert "fake_llm" in call("health", method="get").json["problems"]
+        assert "fake_llm" in health()["problems"]
         settings.LOOM_LLM_MODEL, settings.OPENAI_API_KEY = "gpt-test", ""
         llm.forget()
-        body = call("health", method="get").json
+        body = health()
         assert "llm_key_missing" in body["problems"] and body["llm"]["provider"] == "fake"
     finally:
         llm.forget()

@@ -75,12 +75,12 @@ def test_an_anthropic_key_alone_serves_claude_haiku(settings):
     assert llm.build("").provider == "openai"
 
 
-def test_a_claude_model_without_its_key_is_the_fake_and_health_says_so(call, settings, db):
+def test_a_claude_model_without_its_key_is_the_fake_and_health_says_so(call, settings, health):
     settings.LOOM_LLM_MODEL, settings.ANTHROPIC_API_KEY = "claude-sonnet-9", ""
     llm.forget()
     try:
         assert llm.get_llm().inner.key_missing_for == "claude-sonnet-9"
-        assert "llm_key_missing" in call("health", method="get").json["problems"]
+        assert "llm_key_missing" in health()["problems"]
     finally:
         llm.forget()
 

@@ -80,7 +80,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         # make run ships hybrid (cosine plus idf-weighted word overlap, alpha 0.25): the spec's wire default is
         # semantic, and hybrid measured better on every leave-one-conversation-out fold (README, Quality).
         assert (body["search_mode"], body["mode_source"]) == ("hybrid", "default")
-        health = http("GET", f"{base}/v1/health")[1]
+        health = http("GET", f"{base}/v1/health", token=token)[1]  # the demo token is an admin's
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
     finally:
         stop(process, log)

@@ -76,34 +76,34 @@ def test_more_than_a_hundred_inputs_go_in_batches_of_a_hundred(openai_embedder, 
     assert [len(seen.body["input"]) for seen in model_server.embedding_requests()] == [100, 100, 50]
 
 
-def test_a_missing_key_falls_back_to_the_fake_and_health_says_so(settings, call, db):
+def test_a_missing_key_falls_back_to_the_fake_and_health_says_so(settings, call, health):
     from retrieval.providers import embedders
 
     settings.LOOM_EMBEDDING_MODEL, settings.OPENAI_API_KEY = "text-embedding-3-small", ""
     embedders.get_embedder.cache_clear()
     try:
         assert embedders.get_embedder().provider == "fake"
-        assert "embedder_key_missing" in call("health", method="get").json["problems"]
+        assert "embedder_key_missing" in health()["problems"]
     finally:
         embedders.get_embedder.cache_clear()
 
 
-def test_health_names_a_failing_provider_until_it_answers_again(openai_embedder, model_server, call, db):
+def test_health_names_a_failing_provider_until_it_answers_again(openai_embedder, model_server, call, health):
     model_server.script(*[Answer(503)] * 3)
     with pytest.raises(remote.ProviderError):
         openai_embedder.embed_many(["text"])
-    assert "provider_failing:openai" in call("health", method="get").json["problems"]
+    assert "provider_failing:openai" in health()["problems"]
     openai_embedder.embed_many(["text"])
-    assert not any(p.startswith("provider_failing") for p in call("health", method="get").json["problems"])
+    assert not any(p.startswith("provider_failing") for p in health()["problems"])
 
 
-def test_the_boot_probe_names_a_provider_that_answers_another_width(openai_embedder, model_server, call, db):
+def test_the_boot_probe_names_a_provider_that_answers_another_width(openai_embedder, model_server, call, health):
     from retrieval.providers import embedders
 
     model_server.script(Answer(vector=[0.5] * 32))  # a model that ignores `dimensions`
     embedders.probe_width()
     probe = model_server.embedding_requests()[-1]
     assert probe.body["input"] == ["width probe"] and probe.body["dimensions"] == openai_embedder.dim
-    assert "embedding_dim_mismatch" in call("health", method="get").json["problems"]
+    assert "embedding_dim_mismatch" in health()["problems"]
     embedders.probe_width()  # the provider answers the served width again (a fixed configuration, a restart)
-    assert "embedding_dim_mismatch" not in call("health", method="get").json["problems"]
+    assert "embedding_dim_mismatch" not in health()["problems"]
