@@ -1,5 +1,6 @@
 """The execution path: typed parameter binding, the schema ledger, and clear failures."""
 
+import os
 import subprocess
 import sys
 import uuid
@@ -22,8 +23,9 @@ def test_schema_apply_is_idempotent_and_recorded(backend):
     assert set(names) <= schema.applied()
 
 
-def test_a_second_process_on_the_same_data_directory_is_told_why(tmp_path):
-    """The embedded engine allows one process per directory: the second gets a clear error, not a hang."""
+def test_a_second_process_on_the_same_data_directory_is_told_why_and_by_whom(tmp_path):
+    """The embedded engine allows one process per directory: the second gets a clear error naming the owner, not a
+    hang."""
     from django.conf import settings
 
     code = (
@@ -35,7 +37,7 @@ def test_a_second_process_on_the_same_data_directory_is_told_why(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "LOOM_VAR_DIR": str(tmp_path), "LOOM_DATA_DIR": settings.LOOM_DATA_DIR}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert "REFUSED" in done.stdout, done.stderr[-2000:]
-    assert "in use by another process" in done.stdout
+    assert f"in use by another process (PID {os.getpid()}, started " in done.stdout
 
 
 def test_rowbinary_decoding_matches_the_driver(backend):

@@ -194,10 +194,10 @@ def _connect(dsn: str, timeout: Timeout = None):
                 settings=_CLUSTER_SETTINGS if settings.LOOM_CLICKHOUSE_CLUSTER else {},
             )
     except ProgrammingError as exc:
-        if _held_by_another_process(dsn.removeprefix("chdb://")):
+        if (owner := _owner(dsn.removeprefix("chdb://"))) is not None:
             raise ClickHouseUnavailable(
                 f"The ClickHouse data directory {dsn.removeprefix('chdb://')} is in use by another "
-                "process (is `make run` serving it?). Stop that process first, or set "
+                f"process ({owner}; is `make run` serving it?). Stop that process first, or set "
                 "LOOM_CLICKHOUSE_URL to share a ClickHouse server."
             ) from None
         raise ClickHouseUnavailable(f"Cannot open the embedded ClickHouse engine: {exc}") from None
@@ -219,17 +219,21 @@ _CLUSTER_SETTINGS = {
 }
 
 
-def _held_by_another_process(path: str) -> bool:
-    """The engine flocks `status` in its directory while it runs (chdb's error text does not say so)."""
+def _owner(path: str) -> str | None:
+    """The process holding this data directory ("PID 6436, started 2026-12-01 05:02:37"), or None when none does:
+    the engine flocks `status` in its directory while it runs, and writes its PID there (chdb's error text says
+    neither)."""
     try:
         with open(os.path.join(path, "status"), "rb") as status:
-            fcntl.flock(status, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            try:
+                fcntl.flock(status, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                said = dict(line.partition(": ")[::2] for line in status.read().decode(errors="replace").splitlines())
+                return f"PID {said.get('PID', '?')}, started {said.get('Started at', '?')}"
             fcntl.flock(status, fcntl.LOCK_UN)
-            return False
-    except BlockingIOError:
-        return True
+            return None
     except OSError:
-        return False
+        return None
 
 
 def client(timeout: Timeout = None):
