@@ -356,7 +356,7 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     clickhouse.insert("memory_chunks", chunks)
     clickhouse.insert("term_input", terms)
     graph.insert()
-    _retire_side_rows(scope, retired, SUPERSEDED, revision)
+    retire_side_rows(scope, retired, SUPERSEDED, revision)
     superseded = [
         {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
         for plan in changed
@@ -502,7 +502,7 @@ class _Graph:
 _SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
 
 
-def _retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
+def retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
     """Carry a status change onto the side-table rows of these row versions (terms go through term_input)."""
     if not rows:
         return
@@ -571,7 +571,7 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
         revision = next_version()
         terms = [t for row in rows for t in _term_input(row, DELETED, -1 if row["status"] == ACTIVE else 0, revision)]
         clickhouse.insert("term_input", terms)
-        _retire_side_rows(scope, rows, DELETED, revision)
+        retire_side_rows(scope, rows, DELETED, revision)
         clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
         vector_mirror.retired(scope.org, scope.namespace, rows)
     return sum(1 for row in rows if row["status"] == ACTIVE)

@@ -1,0 +1,72 @@
+"""Sweeping what a failed write left behind.
+
+A write stores its side rows first (vectors, chunks, entity rows, terms) and its
+`memories` row last: that row is the commit. A write that fails between them
+(ClickHouse gone mid-batch, a request over its ClickHouse budget) answers 503 and
+leaves side rows of a version no `memories` row names. No read serves them (a hit
+is hydrated from `memories`), but they count in the namespace's BM25 statistics and
+would stay forever. `sweep` retires them as a delete would: status 'deleted' at a
+newer revision, their terms out of the statistics. Run it with `python manage.py
+loom_repair`; one sweep at a time (two at once would take the same terms out twice).
+"""
+
+from datetime import UTC, datetime, timedelta
+
+from retrieval.ingest.write import DELETED, retire_side_rows
+from retrieval.store import clickhouse, vector_mirror
+from retrieval.store.rows import THESE_VERSIONS, next_version, versions
+from tenancy.access import Scope
+from tenancy.roles import Role
+
+# A write still in flight is younger than this: its side rows wait for their `memories` row.
+GRACE = timedelta(minutes=10)
+
+
+def orphans(grace: timedelta = GRACE, org: str | None = None) -> dict[tuple[str, str], list[tuple]]:
+    """Live vector rows older than `grace` whose version has no `memories` row (of one org, or all), by (org,
+    namespace)."""
+    rows = clickhouse.query_rows(
+        """
+        SELECT DISTINCT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings FINAL
+        WHERE status = 'active' AND created_at < {before:DateTime64(3, 'UTC')}
+          AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
+          AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
+              SELECT org, namespace, memory_key, agent, session_id, version FROM memories
+              WHERE {org:Nullable(String)} IS NULL OR org = {org:Nullable(String)}
+          )
+        ORDER BY org, namespace, memory_key, agent, session_id, version
+        """,
+        {"before": datetime.now(UTC) - grace, "org": org},
+    )
+    found: dict[tuple[str, str], list[tuple]] = {}
+    for org, namespace, *identity in rows:
+        found.setdefault((org, namespace), []).append(tuple(identity))
+    return found
+
+
+def sweep(grace: timedelta = GRACE, only_org: str | None = None) -> int:
+    """Retire every orphaned version's side rows (of one org, or all); how many versions were swept."""
+    swept = 0
+    for (org, namespace), identities in orphans(grace, only_org).items():
+        scope = Scope(org=org, namespace=namespace, role=Role.ADMIN, subject="process:repair")
+        revision = next_version()
+        # Their terms leave the statistics as they entered: one term_input row per field, rebuilt from the postings.
+        clickhouse.command(
+            f"""
+            INSERT INTO term_input (org, namespace, field, memory_key, agent, session_id, version, revision, status,
+                                    sign, terms, tfs, doc_len)
+            SELECT org, namespace, field, memory_key, agent, session_id, version, {{revision:UInt64}},
+                   {{status:String}}, -1, arrayStringConcat(groupArray(term), ' '), groupArray(toUInt32(tf)),
+                   any(doc_len)
+            FROM memory_terms FINAL
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND status = 'active'
+              AND {THESE_VERSIONS}
+            GROUP BY org, namespace, field, memory_key, agent, session_id, version
+            """,
+            {"org": org, "namespace": namespace, "revision": revision, "status": DELETED, **versions(identities)},
+        )
+        rows = [dict(zip(("memory_key", "agent", "session_id", "version"), identity)) for identity in identities]
+        retire_side_rows(scope, rows, DELETED, revision)
+        vector_mirror.retired(org, namespace, rows)  # a mirror loaded from the tables may hold them
+        swept += len(identities)
+    return swept

@@ -1,0 +1,69 @@
+"""loom_repair: a write that failed before its `memories` row (its commit) left side rows; the sweep retires them,
+and takes their terms out of the BM25 statistics, touching nothing else."""
+
+from io import StringIO
+
+from django.core.management import call_command
+
+from retrieval.store import clickhouse
+from tests.test_vector_mirror import agent_org
+
+
+def live(org: str, key: str, table: str) -> int:
+    return clickhouse.query_value(
+        f"SELECT count() FROM {table} FINAL WHERE org = {{org:String}} AND memory_key = {{key:String}}"
+        " AND status = 'active'",
+        {"org": org, "key": key},
+    )
+
+
+def documents(org: str) -> int:
+    return clickhouse.query_value(
+        "SELECT sum(docs) FROM corpus_stats WHERE org = {org:String} AND field = 'value'", {"org": org}
+    )
+
+
+def repair(org: str, *options: str) -> str:
+    out = StringIO()
+    call_command("loom_repair", "--org", org, *options, stdout=out)
+    return out.getvalue().strip()
+
+
+def failed_write(agent, monkeypatch, key: str, value: str) -> None:
+    """memory.set of this value failing at its `memories` insert (its commit), as when ClickHouse goes mid-batch."""
+    stored = clickhouse.insert
+
+    def insert(table, rows):
+        if table == "memories":
+            raise clickhouse.ClickHouseUnavailable("ClickHouse is unavailable: gone mid-batch")
+        return stored(table, rows)
+
+    monkeypatch.setattr(clickhouse, "insert", insert)
+    body = {"namespace": "default", "items": [{"memory_key": key, "value": value}]}
+    assert agent.call("memory.set", body, agent.token).error == "CLICKHOUSE_UNAVAILABLE"
+    monkeypatch.undo()
+
+
+def test_a_write_that_failed_before_its_memories_row_is_swept(backend, agent, monkeypatch):
+    org = agent_org(agent)
+    agent.set({"memory_key": "kept", "value": "Backups run nightly at two"})
+    before = documents(org)
+    failed_write(agent, monkeypatch, "lost", "Backups are copied to Frankfurt")
+    assert live(org, "lost", "memory_embeddings") == 1 and live(org, "lost", "memory_terms") > 0
+    assert documents(org) == before + 1  # counted, though never stored
+    assert agent.hits("backups copied to frankfurt", min_similarity=0) == ["kept"]
+
+    assert repair(org, "--grace-minutes", "0") == "swept 1 row versions a failed write left behind"
+    assert live(org, "lost", "memory_embeddings") == 0 and live(org, "lost", "memory_terms") == 0
+    assert documents(org) == before
+    assert live(org, "kept", "memory_embeddings") == 1 and live(org, "kept", "memory_terms") > 0
+    assert repair(org, "--grace-minutes", "0") == "nothing to sweep"
+    agent.set({"memory_key": "lost", "value": "Backups are copied to Frankfurt"})  # the write, again, stands
+    assert agent.hits("backups copied to frankfurt", min_similarity=0)[0] == "lost"
+
+
+def test_a_write_still_in_flight_is_left_alone(backend, agent, monkeypatch):
+    org = agent_org(agent)
+    failed_write(agent, monkeypatch, "fresh", "a row a write is storing")
+    assert repair(org) == "nothing to sweep"  # the default grace: ten minutes
+    assert live(org, "fresh", "memory_embeddings") == 1
