@@ -63,7 +63,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "loom_site.middleware.clickhouse_budget",
+    "loom_site.middleware.request_context",
 ]
 
 ROOT_URLCONF = "loom_site.urls"

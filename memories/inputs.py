@@ -427,6 +427,11 @@ class OrgInput(Strict):
     org = String(required=False, max_chars=128, help_text="Must be the token's org when given.")
 
 
+class AuditList(OrgInput):
+    limit = Integer(min_value=1, max_value=500, default=100)
+    before = Timestamp(required=False, help_text="The `at` of the last entry of the previous page.")
+
+
 class OrgSetModelCalls(OrgInput):
     enabled = Boolean(help_text="false switches every model call for the org off: nothing model-made reaches it.")
     reason = String(max_chars=500, allow_empty=False, plain=True, help_text="Why; kept in the audit trail.")

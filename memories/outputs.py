@@ -198,6 +198,24 @@ class ModelCallsOut(serializers.Serializer):
     history = ModelCallChangeOut(many=True, help_text="The newest changes first: who, when, why.")
 
 
+class AuditEntryOut(serializers.Serializer):
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(help_text="token:<prefix>, human:<user> (the Lab) or cli:<os user>.")
+    action = serializers.CharField(
+        help_text="org.set_model_calls, namespace.register, calibration.run, recalibrate, token.issue, token.revoke."
+    )
+    target = serializers.CharField(help_text="The namespace or token it was on; empty for the org itself.")
+    detail = serializers.DictField(help_text="What was set.")
+    origin = serializers.CharField(
+        allow_blank=True, help_text="http:<client address>, process:<pid> for a command; empty for a token's entries."
+    )
+
+
+class AuditListOut(serializers.Serializer):
+    org = serializers.CharField()
+    entries = AuditEntryOut(many=True, help_text="Newest first.")
+
+
 class CalibrationOut(serializers.Serializer):
     namespace = serializers.CharField()
     embedding_model = serializers.CharField()

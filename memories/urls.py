@@ -26,6 +26,7 @@ OPS = [
     views.CalibrationRun,
     views.OrgSetModelCalls,
     views.OrgGetModelCalls,
+    views.AuditList,
 ]
 
 urlpatterns = [path(f"v1/{view.op}", view.as_view()) for view in OPS] + [

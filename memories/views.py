@@ -24,8 +24,9 @@ from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
-from retrieval.store import namespaces, reads
+from retrieval.store import audit, namespaces, reads
 from tenancy.access import Scope, authorize, authorize_org
+from tenancy.audit import token_events
 from tenancy.roles import Role
 
 
@@ -366,6 +367,13 @@ class CalibrationRun(OpView):
             )
         pairs = (data["similar"], data["distractors"], data.get("paraphrases", ()))
         calibration.calibrate_namespace(scope.org, scope.namespace, embedder, *pairs)
+        audit.record(
+            scope.org,
+            scope.subject,
+            self.op,
+            scope.namespace,
+            {name: len(pair_list) for name, pair_list in zip(("similar", "distractors", "paraphrases"), pairs)},
+        )
         calibration.keep_pairs(scope.org, scope.namespace, *pairs)
         caching.forget_all()
         return self.answer(thresholds.report(scope.org, scope.namespace))
@@ -398,6 +406,19 @@ class OrgGetModelCalls(OrgOpView):
 
     def run(self, scope, data):
         return self.answer(customer.get_model_calls(scope.org))
+
+
+class AuditList(OrgOpView):
+    op = "audit.list"
+    role = Role.ADMIN
+    request_serializer = inputs.AuditList
+    response_serializer = outputs.AuditListOut
+
+    def run(self, scope, data):
+        limit, before = data["limit"], data.get("before")
+        entries = audit.recent(scope.org, limit, before) + token_events(scope.org, limit, before)
+        entries.sort(key=lambda entry: entry["at"], reverse=True)
+        return self.answer({"org": scope.org, "entries": entries[:limit]})
 
 
 class Health(APIView):

@@ -28,7 +28,7 @@ from retrieval.providers import costs, customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import rank, service, trace
 from retrieval.search.plan import SearchRequest
-from retrieval.store import clickhouse, namespaces, reads
+from retrieval.store import audit, clickhouse, namespaces, reads
 from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
@@ -177,6 +177,7 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
             if context["adaptive"]:
                 context["recalibrated"] = calibration.recalibrate(embedder)[2]  # the largest gate drift
                 caching.forget_all()
+                audit.record(principal.org, f"human:{request.user.get_username()}", "recalibrate")
         reports = [thresholds.report(principal.org, name) for name in _namespace_names(principal, context)]
         context.update(reports=reports, charts=_calibration_charts(reports))
     return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)

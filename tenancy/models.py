@@ -50,11 +50,17 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Who issued and revoked it (cli:<os user>, process:bootstrap): with the two dates, the token's audit entries
+    # (tenancy/audit.py). Kept here, not in ClickHouse, so the commands run while the embedded engine is held.
+    created_by = models.CharField(max_length=128, blank=True, default="")
+    revoked_by = models.CharField(max_length=128, blank=True, default="")
 
     objects = ApiTokenQuerySet.as_manager()
 
     @classmethod
-    def issue(cls, org: Org, role: Role, namespaces=(), name: str = "", read_scope: str = "") -> tuple["ApiToken", str]:
+    def issue(
+        cls, org: Org, role: Role, namespaces=(), name: str = "", read_scope: str = "", created_by: str = ""
+    ) -> tuple["ApiToken", str]:
         """Create a token; returns the row and the plaintext token (never stored)."""
         prefix = secrets.token_hex(4)
         token = f"loom_{prefix}_{secrets.token_urlsafe(32)}"
@@ -66,6 +72,7 @@ class ApiToken(models.Model):
             role=role.label,
             namespaces=sorted(set(namespaces)),
             read_scope=read_scope,
+            created_by=created_by,
         )
         return row, token
 

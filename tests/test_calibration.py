@@ -67,6 +67,12 @@ def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, al
     ran = agent.call("calibration.run", {"similar": similar, "distractors": distractors}, agent.token)
     assert ran.status == 200 and (ran.json["tier"], ran.json["source"]) == ("namespace", "calibration.run")
     assert ran.json["calibration_hash"] != calibration.stored("local:minilm").calibration_hash
+    audited = agent.call("audit.list", {}, agent.token).json["entries"][0]
+    assert (audited["action"], audited["target"], audited["detail"]) == (
+        "calibration.run",
+        "default",
+        {"similar": 6, "distractors": 4, "paraphrases": 0},
+    )
     other = Agent(call, alice.token("admin"), namespace="elsewhere")
     assert other.call("calibration.get", {"namespace": "elsewhere"}, other.token).json["tier"] == "cluster"
     # A later recalibration probes the namespace's kept pairs again with the live embedder.

@@ -27,7 +27,7 @@ from functools import partial
 from django.conf import settings
 from django.dispatch import Signal
 
-from retrieval.store import clickhouse
+from retrieval.store import audit, clickhouse
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,7 @@ def set_model_calls(org: str, enabled: bool, reason: str, actor: str) -> dict:
         [{"org": org, "enabled": enabled, "reason": reason, "actor": actor, "changed_at": datetime.now(UTC)}],
     )
     _copy().changed_here = True
+    audit.record(org, actor, "org.set_model_calls", detail={"enabled": enabled, "reason": reason})
     model_calls_switched.send(sender=set_model_calls, org=org, enabled=enabled)
     return get_model_calls(org)
 

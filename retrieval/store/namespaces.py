@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from retrieval.caching import TtlCache
-from retrieval.store import clickhouse
+from retrieval.store import audit, clickhouse
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 
@@ -91,6 +91,7 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
         ],
     )
     _configs.put((scope.org, scope.namespace), config)
+    audit.record(scope.org, scope.subject, "namespace.register", scope.namespace, changes)
     return config, created
 
 

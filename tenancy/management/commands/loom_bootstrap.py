@@ -52,7 +52,9 @@ class Command(BaseCommand):
         Membership.objects.get_or_create(user=user, org=org, defaults={"role": Role.ADMIN.label})
 
         if not saved.get("token") or ApiToken.verify(saved["token"]) is None:
-            _, saved["token"] = ApiToken.issue(org, Role.ADMIN, name="make run demo token")
+            _, saved["token"] = ApiToken.issue(
+                org, Role.ADMIN, name="make run demo token", created_by="process:bootstrap"
+            )
 
         path.write_text(json.dumps(saved, indent=2))
         path.chmod(0o600)

@@ -1,3 +1,5 @@
+import getpass
+
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
@@ -38,7 +40,7 @@ class Command(BaseCommand):
         for ns in namespace:
             if not NAME_PATTERN.match(ns):
                 raise CommandError(f"namespace {ns!r}: must be {NAME_RULE}")
-        row, token = ApiToken.issue(found, Role.parse(role), namespace, name, read_scope)
+        row, token = ApiToken.issue(found, Role.parse(role), namespace, name, read_scope, created_by=_operator())
         scope = ", ".join(row.namespaces) or "all namespaces"
         if read_scope:
             scope += f", read scope {read_scope}"
@@ -68,7 +70,14 @@ class Command(BaseCommand):
             )
 
     def _revoke(self, prefix, **_):
-        updated = ApiToken.objects.active().filter(prefix=prefix).update(revoked_at=timezone.now())
+        updated = (
+            ApiToken.objects.active().filter(prefix=prefix).update(revoked_at=timezone.now(), revoked_by=_operator())
+        )
         if not updated:
             raise CommandError(f"no active token with prefix {prefix!r}")
         self.stdout.write(f"revoked: {prefix}")
+
+
+def _operator() -> str:
+    """Who ran the command: the OS user (a token changed from a shell has no other name), for the audit log."""
+    return f"cli:{getpass.getuser()}"
