@@ -25,8 +25,8 @@ from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, namespaces, reads
+from tenancy import audit as audit_log
 from tenancy.access import Scope, authorize, authorize_org
-from tenancy.audit import token_events
 from tenancy.roles import Role
 
 
@@ -415,10 +415,9 @@ class AuditList(OrgOpView):
     response_serializer = outputs.AuditListOut
 
     def run(self, scope, data):
-        limit, before = data["limit"], data.get("before")
-        entries = audit.recent(scope.org, limit, before) + token_events(scope.org, limit, before)
-        entries.sort(key=lambda entry: entry["at"], reverse=True)
-        return self.answer({"org": scope.org, "entries": entries[:limit]})
+        return self.answer(
+            {"org": scope.org, "entries": audit_log.entries(scope.org, data["limit"], data.get("before"))}
+        )
 
 
 class Health(APIView):

@@ -12,6 +12,7 @@ urlpatterns = [
     path("recall/compare", views.compare, name="compare"),
     path("recall/orgs", views.orgs, name="orgs"),
     path("recall/calibration", views.calibration_page, name="calibration"),
+    path("recall/audit", views.audit_page, name="audit"),
     path("recall/traces", views.traces, name="traces"),
     path("recall/memories", views.memories, name="memories"),
     path("recall/memories/<path:memory_key>", views.memory, name="memory"),

@@ -29,6 +29,7 @@ from retrieval.providers.embedders import get_embedder
 from retrieval.search import rank, service, trace
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, clickhouse, namespaces, reads
+from tenancy import audit as audit_log
 from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
@@ -159,6 +160,19 @@ def orgs(request: HttpRequest) -> HttpResponse:
         return render(request, "recall/_org_row.html", {"row": row}, status=422 if error else 200)
     context = {"rows": [customer.get_model_calls(org, history=10) for org in allowed], "orgs": [], "org": None}
     return render(request, "recall/orgs.html", context)
+
+
+@member_page
+@require_GET
+def audit_page(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
+    """For the org's admins: its audit log, newest first (what audit.list answers)."""
+    if principal.role < Role.ADMIN:
+        return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
+    context["entries"] = audit_log.entries(principal.org, AUDIT_PAGE)
+    return render(request, "recall/audit.html", context)
+
+
+AUDIT_PAGE = 200  # entries the page shows; audit.list pages further back
 
 
 @member_page

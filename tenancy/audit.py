@@ -1,12 +1,18 @@
-"""A token's audit entries, from its row: issued (when, by whom, with what access) and revoked.
-
-The rest of the audit log is in ClickHouse (retrieval/store/audit.py); these stay beside the tokens so the token
-commands need only the Django database (they run while `make run` holds the embedded engine).
+"""An org's audit log, as audit.list and the Lab's audit page read it: the changes the services recorded in
+ClickHouse (retrieval/store/audit.py) and the tokens' issues and revocations, from the token rows (kept there so the
+token commands need only the Django database: they run while `make run` holds the embedded engine).
 """
 
 from datetime import datetime
 
+from retrieval.store import audit
 from tenancy.models import ApiToken
+
+
+def entries(org: str, limit: int, before: datetime | None = None) -> list[dict]:
+    """The org's entries, newest first; `before` pages back."""
+    merged = audit.recent(org, limit, before) + token_events(org, limit, before)
+    return sorted(merged, key=lambda entry: entry["at"], reverse=True)[:limit]
 
 
 def token_events(org: str, limit: int, before: datetime | None = None) -> list[dict]:

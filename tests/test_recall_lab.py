@@ -187,6 +187,15 @@ def test_an_admin_switches_an_orgs_model_calls_with_a_reason_and_it_takes_effect
     assert f"human:{user.get_username()} switched off: customer asked to pause AI processing" in row
     found = Agent(call, alice.token("admin")).search("anything")
     assert "leg:vector:model_calls_off" in found.json["degraded"]  # the switch took effect on a search
+    audit = client.get(f"/recall/audit?org={alice.name}").content.decode()
+    assert f"<td>human:{user.get_username()}</td><td>org.set_model_calls</td>" in audit
+    assert "customer asked to pause AI processing" in audit and "<td>http:127.0.0.1</td>" in audit
+
+
+def test_the_audit_log_is_for_the_orgs_admins(backend, alice):
+    assert operator_of(alice, role="writer").get("/recall/audit").status_code == 403
+    page = operator_of(alice, role="admin").get("/recall/audit")
+    assert page.status_code == 200 and b"Audit log" in page.content
 
 
 def test_a_switch_needs_a_reason_and_an_org_the_admin_holds(backend, alice, bob):
@@ -291,6 +300,7 @@ def test_memories_lists_pages_and_opens_a_key_with_versions_and_chunks(backend, 
         "/recall/memories",
         "/recall/traces",
         "/recall/calibration",
+        "/recall/audit",
         "/recall/memories/k",
         "/recall/traces/t",
     ],
