@@ -33,7 +33,7 @@ run: export LOOM_MEMORY_SEARCH_DEFAULT_MODE ?= hybrid
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT) --workers $(WORKERS)
-	exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
+	LOOM_APP_PROCESSES=$(WORKERS) exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
 		--workers $(WORKERS) --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
 
 test: $(VENV)/.dev

@@ -164,6 +164,11 @@ env.check_cluster(LOOM_CLICKHOUSE_CLUSTER, LOOM_CLICKHOUSE_URL, LOOM_CLICKHOUSE_
 
 # --- Requests and the write path --------------------------------------------
 LOOM_REQUEST_MAX_BYTES = env.integer("LOOM_REQUEST_MAX_BYTES", 36 * 1024 * 1024, minimum=1024)
+# Per-token rate limits (tenancy/limits.py): requests a minute (0: none) and the burst a token may spend at once;
+# each of LOOM_APP_PROCESSES app processes (make run sets it to WORKERS) allows its share.
+LOOM_RATE_LIMIT_PER_MINUTE = env.number("LOOM_RATE_LIMIT_PER_MINUTE", 60_000.0, minimum=0)
+LOOM_RATE_LIMIT_BURST = env.number("LOOM_RATE_LIMIT_BURST", 1000.0, minimum=1)
+LOOM_APP_PROCESSES = env.integer("LOOM_APP_PROCESSES", 1, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = LOOM_REQUEST_MAX_BYTES
 LOOM_MEMORY_VALUE_MAX_BYTES = env.integer("LOOM_MEMORY_VALUE_MAX_BYTES", 64 * 1024, minimum=1)
 # The first part of a value that is embedded on the row itself; the rest is

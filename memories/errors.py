@@ -6,6 +6,7 @@ answered with a generic 500, never a traceback.
 """
 
 import logging
+import math
 
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
@@ -108,4 +109,6 @@ def exception_handler(exc, context):
         response["WWW-Authenticate"] = 'Bearer realm="loom"'
     if isinstance(exc, customer.GatewayDeferred):
         response["Retry-After"] = f"{exc.retry_after:g}"
+    if refusal.code == "RATE_LIMITED":  # whole seconds, as HTTP has them; the envelope's retry_after is exact
+        response["Retry-After"] = str(math.ceil(refusal.details["retry_after"]))
     return response

@@ -26,14 +26,18 @@ from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, namespaces, reads
 from tenancy import audit as audit_log
+from tenancy import limits
 from tenancy.access import Scope, authorize, authorize_org
 from tenancy.roles import Role
 
 
 class HasToken(permissions.BasePermission):
+    """A token, within its rate limit (tenancy/limits.py)."""
+
     def has_permission(self, request, view):
         if request.auth is None:
             raise NotAuthenticated()
+        limits.check(request.auth.subject)
         return True
 
 
