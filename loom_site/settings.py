@@ -6,6 +6,7 @@ see loom_site/env.py). The README lists them all.
 
 import json
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "memories",
     "recall",
     "django_htmx",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -64,6 +66,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "loom_site.middleware.request_context",
+    "loom_site.middleware.lab_security_headers",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "loom_site.urls"
@@ -97,6 +101,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "recall:login"
+# Dashboard logins (django-axes): after LOOM_LOGIN_FAILURE_LIMIT failed attempts for one username from one address,
+# that pair is refused (429) for LOOM_LOGIN_COOLOFF_MINUTES; a success clears its count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.integer("LOOM_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env.number("LOOM_LOGIN_COOLOFF_MINUTES", 15.0, minimum=0.1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "recall/locked.html"
+# Behind HTTPS, the session and CSRF cookies travel only over it (off by default: `make run` serves plain HTTP on
+# loopback, where a Secure cookie would never come back).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.boolean("LOOM_SECURE_COOKIES", False)
+CSRF_COOKIE_HTTPONLY = True  # the Lab sends its CSRF token from the page (hx-headers), never from script
 LOGIN_REDIRECT_URL = "recall:lab"
 
 LANGUAGE_CODE = "en-us"
@@ -143,6 +159,7 @@ LOGGING = {
     "loggers": {
         **{name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
         **{name: {"level": "ERROR"} for name in ("urllib3.connectionpool", "clickhouse_connect.driver")},
+        "axes": {"level": "WARNING"},  # a line per login attempt at INFO
     },
 }
 

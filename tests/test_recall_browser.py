@@ -77,6 +77,10 @@ def log_in(page, operator):
 def test_an_operator_searches_compares_and_switches_model_calls(browser, operator):
     SHOTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    refused = []  # what the Lab's Content-Security-Policy blocked: nothing, or a page broke under it
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
     log_in(page, operator)
 
     page.fill("#q", "when do production deploys run")
@@ -111,3 +115,4 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     page.goto(f"{operator['url']}/recall?query=when+do+production+deploys+run")
     page.wait_for_selector("table.hits tbody tr")
     assert "leg:vector:model_calls_off" in page.inner_text(".degraded")  # the switch took effect on a search
+    assert refused == []

@@ -43,6 +43,19 @@ def test_a_visitor_is_sent_to_log_in_and_a_member_who_is_not_staff_can(db, alice
     assert (answered.status_code, answered["Location"]) == (302, "/recall")
 
 
+def test_repeated_failed_logins_lock_that_username_from_that_address(db, alice, settings):
+    user = get_user_model().objects.create_user("member", password="a long passphrase")
+    Membership.objects.create(user=user, org=alice.org, role="viewer")
+    client = Client()
+    tries = [client.post("/recall/login", {"username": "member", "password": "guess"}).status_code for _ in range(5)]
+    assert tries == [200] * (settings.AXES_FAILURE_LIMIT - 1) + [429]  # the limit-th failure locks
+    locked = client.post("/recall/login", {"username": "member", "password": "a long passphrase"})
+    assert locked.status_code == 429 and b"Too many attempts" in locked.content  # even the right password
+    other = get_user_model().objects.create_user("other", password="another passphrase")
+    Membership.objects.create(user=other, org=alice.org, role="viewer")
+    assert client.post("/recall/login", {"username": "other", "password": "another passphrase"}).status_code == 302
+
+
 def test_a_user_of_no_org_sees_why_not_an_error_page(db):
     user = get_user_model().objects.create_user("nobody", password="x")
     client = Client()
@@ -117,6 +130,14 @@ def test_alice_sees_her_namespaces_and_rows_never_bobs(backend, alice, bob, call
     assert "bob-secrets" not in page and "bob.plan" not in page and "lunch" in page
     asked = operator_of(alice).get("/recall", {"query": "soup", "org": bob.name})
     assert asked.status_code == 403  # not her org: refused, not served as hers
+
+
+def test_lab_pages_allow_scripts_from_this_server_only(backend, alice):
+    page = operator_of(alice).get("/recall")
+    policy = page["Content-Security-Policy"]
+    assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy
+    assert (page["X-Content-Type-Options"], page["X-Frame-Options"]) == ("nosniff", "DENY")
+    assert b"onchange=" not in page.content  # no inline handler the policy would block
 
 
 def test_htmx_and_plotly_are_served_from_our_own_static_files(db):

@@ -7,3 +7,7 @@ function drawPlots(root) {
 }
 document.addEventListener("DOMContentLoaded", function () { drawPlots(document); });
 document.addEventListener("htmx:afterSwap", function (event) { drawPlots(event.detail.target); });
+// Picking another org reloads the page for it (a listener here: the Lab's policy allows no inline handler).
+document.addEventListener("change", function (event) {
+  if (event.target.id === "org-picker") { event.target.form.submit(); }
+});
