@@ -82,6 +82,12 @@ def preload(served: Served, turns: list[str], count: int) -> None:
             client.post("/v1/memory.set", json={"items": items}).raise_for_status()
 
 
+def note(key: str, questions: list[str]) -> str:
+    """What the load writes under `key` (load-<client>-<step>)."""
+    _, number, step = key.split("-")
+    return f"client {number} wrote note {step}: {questions[int(step) % len(questions)]}"
+
+
 def load(served: Served, questions: list[str], clients: int, seconds: float, write_every: int) -> dict:
     latencies, errors, acknowledged = [], [], []
     lock, deadline = threading.Lock(), time.monotonic() + seconds
@@ -94,10 +100,7 @@ def load(served: Served, questions: list[str], clients: int, seconds: float, wri
                 writing = bool(write_every) and step % write_every == 0
                 key = f"load-{number}-{step}"
                 body = (
-                    {
-                        "memory_key": key,
-                        "value": f"client {number} wrote note {step}: {questions[step % len(questions)]}",
-                    }
+                    {"memory_key": key, "value": note(key, questions)}
                     if writing
                     else {"query": questions[(number * 7 + step) % len(questions)], "retrieval_budget": "fast"}
                 )
@@ -132,6 +135,7 @@ def load(served: Served, questions: list[str], clients: int, seconds: float, wri
         "latencies": latencies,
         "errors": errors,
         "writes": len(acknowledged),
+        "keys": acknowledged,
         "missing": missing,
     }
 
