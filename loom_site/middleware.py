@@ -1,17 +1,35 @@
 """Middleware of the site as a whole."""
 
+import time
+
+from retrieval import metrics
 from retrieval.store import audit, clickhouse
 
 
 def request_context(get_response):
-    """Each request's ClickHouse statements share one budget (retrieval/store/clickhouse.py `budget`), and the
-    changes it makes are audited as coming from its client's address."""
+    """Each request's ClickHouse statements share one budget (retrieval/store/clickhouse.py `budget`), the changes
+    it makes are audited as coming from its client's address, and an API request is counted and timed by op."""
 
     def middleware(request):
+        started = time.perf_counter()
         with clickhouse.budget(), audit.origin(f"http:{request.META.get('REMOTE_ADDR', '')}"):
-            return get_response(request)
+            response = get_response(request)
+        if request.path.startswith("/v1/"):
+            op = _op(request)
+            metrics.requests.labels(op, str(response.status_code)).inc()
+            metrics.request_seconds.labels(op).observe(time.perf_counter() - started)
+        return response
 
     return middleware
+
+
+def _op(request) -> str:
+    """The op a request named, if it is one (a label per unknown path would let any caller grow the metrics)."""
+    view = getattr(getattr(request, "resolver_match", None), "func", None)
+    op = getattr(getattr(view, "view_class", None), "op", None)
+    if op:
+        return op
+    return "health" if request.path == "/v1/health" else "other"
 
 
 # The Lab's pages load scripts and styles from this server only (htmx, plotly and lab.js are static files; a figure's

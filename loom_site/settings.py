@@ -186,6 +186,8 @@ LOOM_REQUEST_MAX_BYTES = env.integer("LOOM_REQUEST_MAX_BYTES", 36 * 1024 * 1024,
 LOOM_RATE_LIMIT_PER_MINUTE = env.number("LOOM_RATE_LIMIT_PER_MINUTE", 60_000.0, minimum=0)
 LOOM_RATE_LIMIT_BURST = env.number("LOOM_RATE_LIMIT_BURST", 1000.0, minimum=1)
 LOOM_APP_PROCESSES = env.integer("LOOM_APP_PROCESSES", 1, minimum=1)
+# GET /metrics (Prometheus) answers a scraper sending this as its Bearer token; unset, /metrics is off.
+LOOM_METRICS_TOKEN = env.string("LOOM_METRICS_TOKEN")
 DATA_UPLOAD_MAX_MEMORY_SIZE = LOOM_REQUEST_MAX_BYTES
 LOOM_MEMORY_VALUE_MAX_BYTES = env.integer("LOOM_MEMORY_VALUE_MAX_BYTES", 64 * 1024, minimum=1)
 # The first part of a value that is embedded on the row itself; the rest is

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from loom_site.metrics import scrape
 from memories.views import UnknownOp
 
 urlpatterns = [
@@ -10,5 +11,6 @@ urlpatterns = [
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/<path:op>", UnknownOp.as_view()),
+    path("metrics", scrape, name="metrics"),
     path("admin/", admin.site.urls),
 ]

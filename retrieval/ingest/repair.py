@@ -12,6 +12,7 @@ loom_repair`; one sweep at a time (two at once would take the same terms out twi
 
 from datetime import UTC, datetime, timedelta
 
+from retrieval import metrics
 from retrieval.ingest.write import DELETED, retire_side_rows
 from retrieval.store import clickhouse, vector_mirror
 from retrieval.store.rows import THESE_VERSIONS, next_version, versions
@@ -69,4 +70,5 @@ def sweep(grace: timedelta = GRACE, only_org: str | None = None) -> int:
         retire_side_rows(scope, rows, DELETED, revision)
         vector_mirror.retired(org, namespace, rows)  # a mirror loaded from the tables may hold them
         swept += len(identities)
+    metrics.swept.inc(swept)
     return swept

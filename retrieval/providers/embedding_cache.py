@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 
+from retrieval import metrics
 from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class QueryCache:
         with self.lock:
             hit = self._fresh(digest)
             if hit is not None:
+                metrics.cache_lookups.labels("embedding", "hit").inc()
                 return hit
             waiting = self.in_flight.get(digest)
             if waiting is None:
@@ -50,6 +52,7 @@ class QueryCache:
             return waiting.result()
         try:
             vector = _shared_get(digest, embedder.dim)
+            metrics.cache_lookups.labels("embedding", "miss" if vector is None else "hit").inc()
             if vector is None:
                 vector = embedder.embed(normalised(text))
                 _shared_put(digest, embedder.model_name, vector, len(text))

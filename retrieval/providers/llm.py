@@ -21,6 +21,7 @@ import openai
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval import metrics
 from retrieval.providers import costs, customer, openai_client, remote
 from retrieval.providers.traits import Traits
 from retrieval.store import clickhouse
@@ -258,6 +259,8 @@ class Served:
             json.dumps([org, self.model, system, user, max_tokens, response_format], sort_keys=True).encode()
         ).hexdigest()
         cached = _cache_get(digest) if cache else None
+        if cache:
+            metrics.cache_lookups.labels("llm", "miss" if cached is None else "hit").inc()
         if cached is not None:
             saved = costs.add_cache_saving(
                 self.model, remote.estimated_tokens(system + user), remote.estimated_tokens(cached)

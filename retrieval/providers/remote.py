@@ -14,6 +14,7 @@ import time
 import numpy as np
 from django.conf import settings
 
+from retrieval import metrics
 from retrieval.providers import customer
 
 log = logging.getLogger(__name__)
@@ -89,8 +90,10 @@ def with_retries(provider: str, send, attempts: int | None = None, max_wait_s: f
         result = _attempts(provider, send, attempts, max_wait_s)
     except ProviderError as exc:
         _failing[provider] = str(exc)
+        metrics.provider_calls.labels(provider, "failed").inc()
         raise
     _failing.pop(provider, None)
+    metrics.provider_calls.labels(provider, "ok").inc()
     return result
 
 

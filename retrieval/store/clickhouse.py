@@ -28,6 +28,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from django.conf import settings
 from urllib3 import Timeout
 
+from retrieval import metrics
 from retrieval.store import native
 
 log = logging.getLogger(__name__)
@@ -278,8 +279,10 @@ def _run(method: str, *args, **kwargs):
         log.error("ClickHouse refused a statement: %s", exc)
         raise ClickHouseError(str(exc)) from None
     finally:
+        took = time.monotonic() - start
+        metrics.statement_seconds.labels(_KINDS.get(method, "query")).observe(took)
         if spent is not None:
-            spent.spend(time.monotonic() - start)
+            spent.spend(took)
     _outage.ended()
     return answer
 
@@ -298,6 +301,7 @@ class _Outages:
             began, refused = self.since.get(dsn, (time.monotonic(), 0))
             if not refused:
                 log.error("ClickHouse at %s is unavailable: %s", _redact(dsn), exc)
+                metrics.outages.inc()
             self.since[dsn] = began, refused + 1
 
     def ended(self) -> None:
@@ -315,6 +319,7 @@ class _Outages:
 
 
 _outage = _Outages()
+_KINDS = {"raw_insert": "insert", "command": "command"}
 
 
 def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:

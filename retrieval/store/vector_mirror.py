@@ -37,6 +37,7 @@ import numpy as np
 import simsimd
 from django.conf import settings
 
+from retrieval import metrics
 from retrieval.language import text
 from retrieval.store import clickhouse, native
 from retrieval.store.cells import Cells
@@ -48,6 +49,7 @@ _lock = threading.Lock()
 _mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
 _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
+metrics.mirror_bytes.set_function(lambda: sum(mirror.nbytes for mirror in list(_mirrors.values()) if mirror))
 
 
 class Vectors:
