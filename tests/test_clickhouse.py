@@ -69,3 +69,19 @@ def test_rows_inserted_later_arrive_on_their_own(backend):
     clickhouse.insert_later("agent_events", [row, {**row, "op": "memory.ask"}])
     count = "SELECT count() FROM agent_events WHERE org = {org:String}"
     wait_until(lambda: clickhouse.query_value(count, {"org": org}) == 2, timeout=10)
+
+
+def test_rows_inserted_later_with_different_columns_all_arrive(backend):
+    """Rows of one table that name different columns (one leaves a column to its default) wait together and are
+    inserted apart: one set of columns per block (mixed, the whole batch was once lost, other ops' rows with it)."""
+    from datetime import UTC, datetime
+
+    org = f"later-{uuid.uuid4().hex[:8]}"
+    row = {"org": org, "namespace": "n", "op": "memory.search", "actor": "t", "created_at": datetime.now(UTC)}
+    clickhouse.insert_later("agent_events", [row])
+    clickhouse.insert_later("agent_events", [{**row, "op": "memory.ask", "upstream_cost_usd": 0.25}])
+    clickhouse.flush_later()
+    rows = clickhouse.query_rows(
+        "SELECT op, upstream_cost_usd FROM agent_events WHERE org = {org:String} ORDER BY op", {"org": org}
+    )
+    assert rows == [("memory.ask", 0.25), ("memory.search", 0.0)]

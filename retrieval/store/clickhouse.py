@@ -404,11 +404,16 @@ def flush_later() -> None:
     with _later_lock:
         waiting, _later = _later, {}
     for (dsn, table), rows in waiting.items():
-        try:
-            with at(dsn):
-                insert(table, rows)
-        except (ClickHouseError, ClickHouseUnavailable) as exc:
-            log.warning("%d %s rows lost: %s", len(rows), table, exc)
+        # A block carries one set of columns: rows naming different ones (a column left to its default) go apart.
+        blocks: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for row in rows:
+            blocks.setdefault(tuple(row), []).append(row)
+        for block in blocks.values():
+            try:
+                with at(dsn):
+                    insert(table, block)
+            except (ClickHouseError, ClickHouseUnavailable) as exc:
+                log.warning("%d %s rows lost: %s", len(block), table, exc)
 
 
 def _flush_forever() -> None:
