@@ -54,6 +54,10 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
         time.sleep(0.1)
     assert got.json["value"] == "stored before the freeze"
     assert call("memory.get", {"memory_key": "during"}, token).status == 404  # refused, so nothing of it is stored
+    for table in ("memories", "memory_embeddings", "memory_terms"):  # not even a side row a sweep would retire
+        assert not clickhouse.query_value(
+            f"SELECT count() FROM {table} WHERE memory_key = {{key:String}}", {"key": "during"}
+        ), table
     assert call("memory.set", {"memory_key": "after", "value": "stored after the freeze"}, token).status == 201
     said = [record.getMessage() for record in caplog.records if record.name == "retrieval.store.clickhouse"]
     assert [line.split(": ")[0] for line in said if " is unavailable" in line] == [
