@@ -67,6 +67,7 @@ SECRETS = [
     "the app connects to postgres://admin:s3cretpass@db.internal:5432/app",
     "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
     "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx",
+    "my key is sk-proj-abcdefghijklmnopqrstuvwx",  # no capital, no digit: not key-shaped, still a key
     "claude key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
     'signing value "q8Xz3LmP0vR7tY2wK9nB5cF1hJ6dG4sA" in the vault',
 ]
