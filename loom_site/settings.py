@@ -290,8 +290,8 @@ LOOM_WRITE_GATES = env.boolean("LOOM_WRITE_GATES", True)
 # The write gates scan (new rows x stored rows) pairs in ClickHouse when no vector mirror serves the namespace;
 # a batch over this many pairs is stored unjudged (write_gates: "skipped").
 LOOM_WRITE_GATES_MAX_PAIRS = env.integer("LOOM_WRITE_GATES_MAX_PAIRS", 1_000_000, minimum=0)
-# From this many live rows in a write scope, the mirror compares a batch with the rows of the cells nearest each
-# value (retrieval/store/cells.py) instead of with every row: the same cost at any size (bench/gates.py).
+# From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
+# value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
 LOOM_WRITE_GATES_EXACT_ROWS = env.integer("LOOM_WRITE_GATES_EXACT_ROWS", 20_000, minimum=0)
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean("LOOM_ADAPTIVE_THRESHOLDS", True)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import inputs, outputs
-from memories.errors import error_response
+from memories.errors import error_response, refusal_of
 from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
@@ -25,6 +25,7 @@ from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, namespaces, reads
+from retrieval.store.clickhouse import ClickHouseUnavailable
 from tenancy import audit as audit_log
 from tenancy import limits
 from tenancy.access import Scope, authorize, authorize_org
@@ -436,9 +437,10 @@ class Health(APIView):
         admin = request.auth is not None and request.auth.role >= Role.ADMIN
         body = outputs.HealthOut(report).data if admin else {"status": report["status"]}
         if not report["clickhouse"]["ok"]:
-            # The engine's address and the driver's words are for admins: the public learns only that it is down.
-            message = report["clickhouse"]["error"] if admin else "ClickHouse is unavailable; retry shortly"
-            body["error"] = {"code": "CLICKHOUSE_UNAVAILABLE", "message": message}
+            # The refusal any op gives; the engine's address and the driver's words are for admins alone.
+            body.update(refusal_of(ClickHouseUnavailable(report["clickhouse"]["error"])).to_envelope())
+            if admin:
+                body["error"]["message"] = report["clickhouse"]["error"]
             return Response(body, status=503)
         return Response(body)
 
