@@ -9,7 +9,7 @@ PORT ?= 8000
 THREADS ?= 8
 WORKERS ?= 1
 
-.PHONY: run test bench bench-quality clean
+.PHONY: run test client bench bench-quality clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements-anthropic.txt $(VENV)/.runtime
+$(VENV)/.dev: requirements-dev.txt requirements-anthropic.txt client/pyproject.toml $(VENV)/.runtime
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
@@ -41,6 +41,12 @@ test: $(VENV)/.dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The Python client's typed ops (client/loom_recall/_ops.py), written anew from the API's OpenAPI schema.
+client: $(VENV)/.dev
+	$(BIN)/python manage.py spectacular --format openapi-json --file var/schema.json
+	$(BIN)/python client/codegen.py var/schema.json | $(BIN)/ruff format --stdin-filename _ops.py - \
+		> client/loom_recall/_ops.py
 
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py

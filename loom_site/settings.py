@@ -145,6 +145,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "OAS_VERSION": "3.1.0",
+    "SORT_OPERATIONS": False,  # as memories/urls.py lists the ops
+    "ENUM_NAME_OVERRIDES": {"ErrorCode": "retrieval.errors.STATUS"},  # its codes; a client branches on them
 }
 
 LOGGING = {

@@ -13,6 +13,7 @@ from memories.fields import (
     Number,
     String,
     StringList,
+    StringMap,
     TextPairs,
     Timestamp,
     Triples,
@@ -21,13 +22,18 @@ from retrieval import options
 from retrieval.ingest import sensitivity
 from retrieval.ingest.write import MEMORY_TYPES, SOURCE_CLASSES
 from retrieval.search import rerank
+from tenancy.models import NAME_PATTERN, NAME_RULE
 
 MAX_BATCH = 500
 MAX_BULK_KEYS = 1000
 
 
 class Strict(serializers.Serializer):
-    """Refuses fields it does not declare, naming the first one."""
+    """Refuses fields it does not declare, naming the first one. `rules`: what `validate` checks across fields,
+    as JSON Schema `if`/`then` pairs for the OpenAPI document's `allOf` (memories/schema.py); client generators
+    keep a body's type beside those, where an `anyOf` leaves them with none."""
+
+    rules: tuple[dict, ...] = ()
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -45,7 +51,7 @@ class OpInput(Strict):
     """What every op addresses: the token's org (optional, must match) and a namespace."""
 
     org = String(required=False, max_chars=128, help_text="Must be the token's org when given.")
-    namespace = String(default="default", max_chars=128)
+    namespace = String(default="default", max_chars=128, pattern=NAME_PATTERN.pattern, help_text=NAME_RULE)
 
 
 class Value(String):
@@ -86,45 +92,39 @@ class MemorySetOne(MemoryFields, WriterFields, OpInput):
     pass
 
 
-class MemorySetBatch(WriterFields, OpInput):
-    items = MemoryFields(many=True)
+class Batch(serializers.ListSerializer):
+    """A write batch: 1 to MAX_BATCH items, none naming the same thing twice (`identity`, reported on `field`).
+    Its size is checked before any item, so an oversized batch hears TOO_MANY_ITEMS, not its first bad item."""
+
+    def __init__(self, *, noun: str, field: str, identity=None, **kwargs):
+        self.noun, self.identity_field = noun, field
+        self.identity = identity or (lambda item: item[field])
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        items = data.get("items") if isinstance(data, dict) else None
-        if isinstance(items, list):
-            if len(items) > MAX_BATCH:
-                raise ValidationError(
-                    {
-                        "items": [
-                            ErrorDetail(
-                                f"at most {MAX_BATCH} memories per call (got {len(items)})", code="too_many_items"
-                            )
-                        ]
-                    }
-                )
-            if not items:
-                raise ValidationError({"items": [ErrorDetail("must hold at least one memory", code="empty")]})
-        validated = super().to_internal_value(data)
+        if isinstance(data, list) and len(data) > MAX_BATCH:
+            raise ValidationError(f"at most {MAX_BATCH} {self.noun} per call (got {len(data)})", code="too_many_items")
+        if isinstance(data, list) and not data:
+            raise ValidationError("must hold at least one item", code="empty")
+        items = super().to_internal_value(data)
         seen = {}
-        for index, item in enumerate(validated["items"]):
-            identity = (item["memory_key"], item["session_id"])
-            if identity in seen:
+        for index, item in enumerate(items):
+            if (identity := self.identity(item)) in seen:
                 raise ValidationError(
-                    {
-                        "items": {
-                            index: {
-                                "memory_key": [
-                                    ErrorDetail(
-                                        f"repeats items[{seen[identity]}] (same memory_key and session_id)",
-                                        code="duplicate_item",
-                                    )
-                                ]
-                            }
-                        }
-                    }
+                    {index: {self.identity_field: [f"repeats items[{seen[identity]}]"]}}, code="duplicate_item"
                 )
             seen[identity] = index
-        return validated
+        return items
+
+
+class MemorySetBatch(WriterFields, OpInput):
+    items = Batch(
+        child=MemoryFields(),
+        noun="memories",
+        field="memory_key",
+        identity=lambda item: (item["memory_key"], item["session_id"]),
+        help_text="Stored together or not at all; a memory_key repeats only under another session_id.",
+    )
 
 
 class KeyList(serializers.ListField):
@@ -132,7 +132,7 @@ class KeyList(serializers.ListField):
 
     def __init__(self, *, limit: int, **kwargs):
         self.limit = limit
-        super().__init__(child=MemoryKey(), **kwargs)
+        super().__init__(child=MemoryKey(), max_length=limit, **kwargs)  # max_length: for the schema
 
     def to_internal_value(self, data):
         if isinstance(data, list) and len(data) > self.limit:
@@ -176,24 +176,7 @@ class SessionSummary(Strict):
 
 class SessionSummarySet(OpInput):
     agent = String(max_chars=128, plain=True, allow_empty=False, default="default", help_text="The writer.")
-    items = SessionSummary(many=True)
-
-    def validate_items(self, items):
-        return _unique_batch(items, "session_id", lambda item: item["session_id"])
-
-
-def _unique_batch(items: list, field: str, identity) -> list:
-    """A summary batch: one to MAX_BATCH items, none naming the same thing twice."""
-    if not items:
-        raise ValidationError("must hold at least one summary", code="empty")
-    if len(items) > MAX_BATCH:
-        raise ValidationError(f"at most {MAX_BATCH} summaries per call (got {len(items)})", code="too_many_items")
-    seen = {}
-    for index, item in enumerate(items):
-        if identity(item) in seen:
-            raise ValidationError({index: {field: [f"repeats items[{seen[identity(item)]}]"]}}, code="duplicate_item")
-        seen[identity(item)] = index
-    return items
+    items = Batch(child=SessionSummary(), noun="summaries", field="session_id")
 
 
 class SessionSummaryDelete(OpInput):
@@ -207,10 +190,7 @@ class EntitySummary(Strict):
 
 
 class EntitySummarySet(OpInput):
-    items = EntitySummary(many=True)
-
-    def validate_items(self, items):
-        return _unique_batch(items, "entity", lambda item: item["entity"].lower())
+    items = Batch(child=EntitySummary(), noun="summaries", field="entity", identity=lambda item: item["entity"].lower())
 
 
 class EntitySummaryDelete(OpInput):
@@ -226,23 +206,35 @@ class Record(Strict):
         # `fields` is the wire name, and a serializer's own attribute: declared here, not as a class attribute.
         return {
             **super().get_fields(),
-            "fields": serializers.DictField(
-                child=String(max_chars=4096, allow_empty=False),
-                allow_empty=False,
-                help_text="Named values; a precedent's: decision, and optionally situation and rationale.",
+            "fields": StringMap(
+                help_text="Named values; a precedent's: decision, and optionally situation and rationale."
             ),
         }
 
 
 class RecordSet(OpInput):
-    items = Record(many=True)
-
-    def validate_items(self, items):
-        return _unique_batch(items, "record_key", lambda item: item["record_key"])
+    items = Batch(child=Record(), noun="records", field="record_key")
 
 
 class RecordDelete(OpInput):
     record_key = MemoryKey()
+
+
+class Reranker(String):
+    """none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint's name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_chars=256, plain=True, **kwargs)
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if data and (why := rerank.problem(data)):
+            raise ValidationError(why)
+        return data
+
+    def json_schema(self):
+        empty = "|" if self.allow_empty else ""
+        return {**super().json_schema(), "pattern": f"^({empty}{rerank.names_pattern()})$"}
 
 
 class RetrievalDefaults(Strict):
@@ -268,16 +260,21 @@ class RetrievalDefaults(Strict):
 
 
 class NamespaceRegister(OpInput):
-    namespace = String(max_chars=128)
+    namespace = String(max_chars=128, pattern=NAME_PATTERN.pattern, help_text=NAME_RULE)
     retrieval_defaults = RetrievalDefaults(required=False)
     text_capture = Boolean(required=False, help_text="Consent to store query text in the search trace log.")
-    rerank_endpoint = String(required=False, max_chars=256, plain=True)
+    rerank_endpoint = Reranker(required=False, help_text="The namespace's default reranker; empty: none.")
     description = String(required=False, max_chars=1024)
 
-    def validate_rerank_endpoint(self, value):
-        if value and (why := rerank.problem(value)):
-            raise ValidationError(why)
-        return value
+
+# read_scope reads the caller's own user (or session) only: it needs to know which ("-" is no filter).
+READ_SCOPE_RULES = tuple(
+    {
+        "if": {"required": ["read_scope"], "properties": {"read_scope": {"const": scope}}},
+        "then": {"required": needs, "properties": dict.fromkeys(needs, {"not": {"enum": ["", "-"]}})},
+    }
+    for scope, needs in (("own_user", ["user_id"]), ("own_session", ["user_id", "session_id"]))
+)
 
 
 class MemorySearch(OpInput):
@@ -325,20 +322,30 @@ class MemorySearch(OpInput):
     recency_pool_weight = Number(min_value=0, max_value=1, required=False)
     reinforcement_weight = Number(min_value=0, max_value=1, required=False)
     chunk_max_share = Number(min_value=0, max_value=1, required=False)
-    rerank = String(
-        max_chars=256,
+    rerank = Reranker(
+        allow_empty=False,
         required=False,
         help_text="none, builtin:openai[:model], builtin:cohere[:model] or a configured endpoint name.",
     )
 
-    def validate_rerank(self, value):
-        if why := rerank.problem(value):
-            raise ValidationError(why)
-        return value
+    rules = (
+        {"if": {"not": {"required": ["page"]}}, "then": {"required": ["query"]}},
+        *READ_SCOPE_RULES,
+    )
 
     def validate(self, data):
         if "query" not in data and "page" not in data:
             raise ValidationError({"query": [ErrorDetail("this field is required (or send page)", code="required")]})
+        return data
+
+
+class MemorySearchTrace(MemorySearch):
+    """memory.search's fields; a trace explains one query, so there is one."""
+
+    query = String(max_chars=4000, allow_empty=False)
+    rules = READ_SCOPE_RULES
+
+    def validate(self, data):
         return data
 
 
@@ -377,6 +384,8 @@ class MemoryAsk(MemorySearch):
         "so a caller that opts out is not refused.",
     )
 
+    rules = READ_SCOPE_RULES  # query is required
+
     def validate(self, data):
         return data
 
@@ -406,6 +415,21 @@ class MemoryTimeline(OpInput):
     until = Timestamp(required=False)
     order = Choice(("desc", "asc"), default="desc")
     top_k = Integer(min_value=1, max_value=1000, default=50)
+
+    rules = (
+        {
+            "if": {
+                "not": {
+                    "anyOf": [
+                        {"required": ["entity"], "properties": {"entity": {"minLength": 1}}},
+                        {"required": ["memory_key_prefix"], "properties": {"memory_key_prefix": {"minLength": 1}}},
+                        {"required": ["tags"], "properties": {"tags": {"minItems": 1}}},
+                    ]
+                }
+            },
+            "then": False,
+        },
+    )
 
     def validate(self, data):
         if not (data.get("entity") or data.get("tags") or data.get("memory_key_prefix")):

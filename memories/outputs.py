@@ -4,6 +4,23 @@ import json
 
 from rest_framework import serializers
 
+from retrieval.errors import STATUS
+
+
+class RefusalOut(serializers.Serializer):
+    code = serializers.ChoiceField(sorted(STATUS), help_text="What went wrong, for a program to branch on.")
+    message = serializers.CharField(help_text="What went wrong and what to do, for a person.")
+    field = serializers.CharField(required=False, help_text="The request field at fault, e.g. `items[3].memory_key`.")
+    retry_after = serializers.FloatField(required=False, help_text="RATE_LIMITED: seconds until a retry succeeds.")
+    gateway_status = serializers.IntegerField(required=False, help_text="A gateway refusal: the gateway's status.")
+    gateway_code = serializers.CharField(required=False, allow_null=True, help_text="A gateway refusal: its code.")
+
+
+class ErrorOut(serializers.Serializer):
+    """Every refusal: one envelope, one status per code."""
+
+    error = RefusalOut()
+
 
 class MemoryOut(serializers.Serializer):
     memory_key = serializers.CharField()

@@ -2,11 +2,19 @@ from django.urls import path
 
 from memories import views
 
+# In the order /v1/docs lists them, and in which their schema examples succeed when sent one after another.
 OPS = [
     views.MemorySet,
     views.MemoryGet,
     views.MemoryBulkGet,
     views.MemoryList,
+    views.MemoryTimeline,
+    views.MemoryRelated,
+    views.MemorySearch,
+    views.MemoryAsk,
+    views.MemorySearchTrace,
+    views.MemorySearchTraceLog,
+    views.MemoryOutcome,
     views.MemoryDelete,
     views.SessionSummarySet,
     views.SessionSummaryDelete,
@@ -14,14 +22,7 @@ OPS = [
     views.EntitySummaryDelete,
     views.RecordSet,
     views.RecordDelete,
-    views.MemoryTimeline,
-    views.MemoryRelated,
     views.NamespaceRegister,
-    views.MemorySearch,
-    views.MemoryAsk,
-    views.MemorySearchTrace,
-    views.MemorySearchTraceLog,
-    views.MemoryOutcome,
     views.CalibrationGet,
     views.CalibrationRun,
     views.OrgSetModelCalls,

@@ -6,7 +6,6 @@ validate it, authorize the (org, namespace) it addresses, run, answer.
 import functools
 import json
 
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.exceptions import NotAuthenticated
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 
 from memories import inputs, outputs
 from memories.errors import error_response, refusal_of
+from memories.schema import EMBEDS, OpSchema
 from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
@@ -40,22 +40,6 @@ class HasToken(permissions.BasePermission):
             raise NotAuthenticated()
         limits.check(request.auth.subject)
         return True
-
-
-class OpSchema(AutoSchema):
-    """Documents each op from the serializers its view declares."""
-
-    def get_request_serializer(self):
-        return self.view.request_serializer
-
-    def get_response_serializers(self):
-        return self.view.response_serializer
-
-    def get_operation_id(self):
-        return self.view.op
-
-    def get_tags(self):
-        return [self.view.op.split(".")[0]]
 
 
 def read_json(request) -> dict:
@@ -86,6 +70,11 @@ class OpView(APIView):
     role: Role = Role.VIEWER
     request_serializer: type = inputs.OpInput
     response_serializer: type = outputs.MemoryOut
+    # For the schema (memories/schema.py): the statuses a success answers with, the refusals particular to this op
+    # (beyond those every op may give), and a body that succeeds when sent as-is in the order the ops are listed.
+    success: tuple[int, ...] = (200,)
+    refusals: tuple[str, ...] = ()
+    example: dict = {}
     permission_classes = [HasToken]
     # Declares JSON bodies for the schema; the body itself is read by read_json.
     parser_classes = [JSONParser]
@@ -120,6 +109,8 @@ class OpView(APIView):
 
 
 class MemorySet(OpView):
+    """Store one memory, or a batch of up to 500 (all or none). 201 when something was created."""
+
     op = "memory.set"
     role = Role.WRITER
     request_serializer = PolymorphicProxySerializer(
@@ -132,6 +123,14 @@ class MemorySet(OpView):
         serializers=[outputs.WriteResultOut, outputs.MemorySetBatchOut],
         resource_type_field_name=None,
     )
+    success = (201, 200)
+    refusals = ("MEMORY_PINNED", "VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM", *EMBEDS)
+    example = {
+        "memory_key": "customer.acme.contact",
+        "value": "Dana Reyes is Acme's contact for the renewal; she prefers email.",
+        "tags": ["acme"],
+        "entities": ["acme", "dana reyes"],
+    }
 
     def validate(self, body):
         shape = inputs.MemorySetBatch if "items" in body else inputs.MemorySetOne
@@ -150,10 +149,23 @@ class MemorySet(OpView):
 
 
 class SessionSummarySet(OpView):
+    """Store what whole sessions covered, one digest each, so a question about a session finds it."""
+
     op = "session_summary.set"
     role = Role.WRITER
     request_serializer = inputs.SessionSummarySet
     response_serializer = outputs.SessionSummarySetOut
+    success = (201, 200)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "DUPLICATE_ITEM", *EMBEDS)
+    example = {
+        "items": [
+            {
+                "session_id": "s-14",
+                "summary": "Dana from Acme asked to move the renewal call to March.",
+                "session_date": "2026-02-14T10:00:00Z",
+            }
+        ]
+    }
 
     def run(self, scope, data):
         items = [digests.DigestInput(**dict(item)) for item in data["items"]]
@@ -162,10 +174,13 @@ class SessionSummarySet(OpView):
 
 
 class SessionSummaryDelete(OpView):
+    """Retire a session's digest."""
+
     op = "session_summary.delete"
     role = Role.WRITER
     request_serializer = inputs.SessionSummaryDelete
     response_serializer = outputs.SessionSummaryDeleteOut
+    example = {"session_id": "s-14"}
 
     def run(self, scope, data):
         return self.answer(
@@ -174,10 +189,15 @@ class SessionSummaryDelete(OpView):
 
 
 class EntitySummarySet(OpView):
+    """Store what an entity is, so a question naming it finds its rows."""
+
     op = "entity_summary.set"
     role = Role.WRITER
     request_serializer = inputs.EntitySummarySet
     response_serializer = outputs.EntitySummarySetOut
+    success = (201, 200)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "DUPLICATE_ITEM", *EMBEDS)
+    example = {"items": [{"entity": "acme", "summary": "Acme Corp, an enterprise customer renewing in March."}]}
 
     def run(self, scope, data):
         results = entities.set_summaries(scope, [entities.EntityInput(**dict(item)) for item in data["items"]])
@@ -185,10 +205,13 @@ class EntitySummarySet(OpView):
 
 
 class EntitySummaryDelete(OpView):
+    """Retire an entity's summary."""
+
     op = "entity_summary.delete"
     role = Role.WRITER
     request_serializer = inputs.EntitySummaryDelete
     response_serializer = outputs.EntitySummaryDeleteOut
+    example = {"entity": "acme"}
 
     def run(self, scope, data):
         deleted = entities.delete_summary(scope, data["entity"])
@@ -196,10 +219,15 @@ class EntitySummaryDelete(OpView):
 
 
 class RecordSet(OpView):
+    """Store structured records (customers, policies, precedents): named fields, answered by field."""
+
     op = "record.set"
     role = Role.WRITER
     request_serializer = inputs.RecordSet
     response_serializer = outputs.RecordSetOut
+    success = (201, 200)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM", *EMBEDS)
+    example = {"items": [{"record_key": "customer:acme", "record_type": "customer", "fields": {"tier": "Enterprise"}}]}
 
     def run(self, scope, data):
         results = records.set_records(scope, [records.RecordInput(**dict(item)) for item in data["items"]])
@@ -207,10 +235,14 @@ class RecordSet(OpView):
 
 
 class RecordDelete(OpView):
+    """Retire a record."""
+
     op = "record.delete"
     role = Role.WRITER
     request_serializer = inputs.RecordDelete
     response_serializer = outputs.RecordDeleteOut
+    refusals = ("INVALID_KEY",)
+    example = {"record_key": "customer:acme"}
 
     def run(self, scope, data):
         deleted = records.delete_record(scope, data["record_key"])
@@ -218,9 +250,13 @@ class RecordDelete(OpView):
 
 
 class MemoryGet(OpView):
+    """One memory by key, with its write-gate verdicts; history=true adds every version."""
+
     op = "memory.get"
     request_serializer = inputs.MemoryGet
     response_serializer = outputs.MemoryGetOut
+    refusals = ("MEMORY_NOT_FOUND", "INVALID_KEY")
+    example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
         rows = reads.get(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
@@ -233,9 +269,13 @@ class MemoryGet(OpView):
 
 
 class MemoryBulkGet(OpView):
+    """Up to 1,000 memories by key; the keys not found are listed."""
+
     op = "memory.bulk_get"
     request_serializer = inputs.MemoryBulkGet
     response_serializer = outputs.MemoryBulkGetOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY")
+    example = {"memory_keys": ["customer.acme.contact", "no.such.key"]}
 
     def run(self, scope, data):
         keys = list(dict.fromkeys(data["memory_keys"]))
@@ -246,9 +286,13 @@ class MemoryBulkGet(OpView):
 
 
 class MemoryList(OpView):
+    """The namespace's keys, newest first (or by score), a page at a time."""
+
     op = "memory.list"
     request_serializer = inputs.MemoryList
     response_serializer = outputs.MemoryListOut
+    refusals = ("INVALID_CURSOR",)
+    example = {"limit": 10}
 
     def run(self, scope, data):
         page = reads.list_keys(scope, **data)
@@ -256,10 +300,14 @@ class MemoryList(OpView):
 
 
 class MemoryDelete(OpView):
+    """Retire a memory (every writer's row of the key, or one writer's or session's)."""
+
     op = "memory.delete"
     role = Role.WRITER
     request_serializer = inputs.MemoryDelete
     response_serializer = outputs.MemoryDeleteOut
+    refusals = ("INVALID_KEY",)
+    example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
         deleted = write.delete_memory(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
@@ -267,9 +315,12 @@ class MemoryDelete(OpView):
 
 
 class MemoryTimeline(OpView):
+    """An entity's, a tag's or a key prefix's memories in time order."""
+
     op = "memory.timeline"
     request_serializer = inputs.MemoryTimeline
     response_serializer = outputs.TimelineOut
+    example = {"entity": "acme"}
 
     def run(self, scope, data):
         rows, total = reads.timeline(scope, **data)
@@ -277,9 +328,13 @@ class MemoryTimeline(OpView):
 
 
 class MemoryRelated(OpView):
+    """Memories sharing entities with one memory, most shared first."""
+
     op = "memory.related"
     request_serializer = inputs.MemoryRelated
     response_serializer = outputs.RelatedOut
+    refusals = ("INVALID_KEY",)
+    example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
         rows, reason = reads.related(scope, **data)
@@ -287,10 +342,15 @@ class MemoryRelated(OpView):
 
 
 class NamespaceRegister(OpView):
+    """Create or update a namespace: its search defaults, trace-log consent, reranker, description."""
+
     op = "namespace.register"
     role = Role.ADMIN
     request_serializer = inputs.NamespaceRegister
     response_serializer = outputs.NamespaceOut
+    success = (201, 200)
+    refusals = ("INVALID_NAMESPACE",)
+    example = {"namespace": "default", "text_capture": True, "description": "Customer facts and conversations"}
 
     def run(self, scope, data):
         config, created = namespaces.register(scope, data)
@@ -298,9 +358,13 @@ class NamespaceRegister(OpView):
 
 
 class MemorySearch(OpView):
+    """Search memories: ranked hits with their score components, or an explicit abstain with its code."""
+
     op = "memory.search"
     request_serializer = inputs.MemorySearch
     response_serializer = outputs.SearchOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", "INVALID_CURSOR", *EMBEDS)
+    example = {"query": "Who is Acme's contact for the renewal?", "top_k": 5}
 
     def run(self, scope, data):
         result = service.search(scope, SearchRequest.of(data), op=self.op, run_id=data.get("run_id", ""))
@@ -308,29 +372,38 @@ class MemorySearch(OpView):
 
 
 class MemoryAsk(OpView):
+    """Answer a question from memory, citing the memories it used; or say memory does not hold it."""
+
     op = "memory.ask"
     request_serializer = inputs.MemoryAsk
     response_serializer = outputs.AskOut
+    refusals = ("READS_LLM_FREE", "TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
+    example = {"query": "Who is Acme's contact for the renewal?"}
 
     def run(self, scope, data):
         return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", "")))
 
 
 class MemorySearchTrace(OpView):
+    """A search with every leg's candidates and the ranking's inputs, for debugging."""
+
     op = "memory.search_trace"
-    request_serializer = inputs.MemorySearch
+    request_serializer = inputs.MemorySearchTrace
     response_serializer = outputs.SearchTraceOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
+    example = {"query": "Who is Acme's contact for the renewal?"}
 
     def run(self, scope, data):
-        if "query" not in data:
-            raise Refusal("MISSING_FIELD", "query: this field is required", "query")
         return self.answer(service.search_trace(scope, SearchRequest.of(data)))
 
 
 class MemorySearchTraceLog(OpView):
+    """Past searches of the namespace, newest first (query text where the namespace consented)."""
+
     op = "memory.search_trace_log"
     request_serializer = inputs.SearchTraceLog
     response_serializer = outputs.SearchTraceLogOut
+    example = {"limit": 20}
 
     def run(self, scope, data):
         rows, next_before = trace.page(scope, **data)
@@ -338,10 +411,14 @@ class MemorySearchTraceLog(OpView):
 
 
 class MemoryOutcome(OpView):
+    """Report that served memories helped (positive) or misled (harm); ranking learns from it."""
+
     op = "memory.outcome"
     role = Role.WRITER
     request_serializer = inputs.MemoryOutcome
     response_serializer = outputs.OutcomeOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY")
+    example = {"memory_keys": ["customer.acme.contact"], "outcome": "positive"}
 
     def run(self, scope, data):
         recorded = usage.record(scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"])
@@ -349,6 +426,8 @@ class MemoryOutcome(OpView):
 
 
 class CalibrationGet(OpView):
+    """The gates in force for the namespace: tier, values, noise level, distributions."""
+
     op = "calibration.get"
     response_serializer = outputs.CalibrationOut
 
@@ -357,10 +436,27 @@ class CalibrationGet(OpView):
 
 
 class CalibrationRun(OpView):
+    """Calibrate the namespace's gates from its own labelled pairs (a real embedder only)."""
+
     op = "calibration.run"
     role = Role.ADMIN
     request_serializer = inputs.CalibrationRun
     response_serializer = outputs.CalibrationOut
+    refusals = ("CALIBRATION_UNAVAILABLE", *EMBEDS)
+    example = {
+        "similar": [
+            ["Who is Acme's contact?", "Dana Reyes is Acme's contact for the renewal."],
+            ["When does Acme renew?", "Acme's contract renews in March."],
+            ["Which plan is Acme on?", "Acme is on the Enterprise plan."],
+            ["Where is Acme based?", "Acme is headquartered in Berlin."],
+            ["How does Dana like to be reached?", "Dana prefers email over phone calls."],
+        ],
+        "distractors": [
+            ["Who is Acme's contact?", "The office coffee machine is descaled on Fridays."],
+            ["When does Acme renew?", "Parking permits are issued by facilities."],
+            ["Which plan is Acme on?", "The staging cluster runs in eu-west-1."],
+        ],
+    }
 
     def run(self, scope, data):
         embedder = get_embedder()
@@ -395,16 +491,21 @@ class OrgOpView(OpView):
 
 
 class OrgSetModelCalls(OrgOpView):
+    """Switch the org's model calls off or on; off, nothing model-made reaches the org."""
+
     op = "org.set_model_calls"
     role = Role.ADMIN
     request_serializer = inputs.OrgSetModelCalls
     response_serializer = outputs.ModelCallsOut
+    example = {"enabled": True, "reason": "model calls approved by the customer"}
 
     def run(self, scope, data):
         return self.answer(customer.set_model_calls(scope.org, data["enabled"], data["reason"], scope.subject))
 
 
 class OrgGetModelCalls(OrgOpView):
+    """Whether the org's model calls are on, with the switch's history."""
+
     op = "org.get_model_calls"
     role = Role.ADMIN
     response_serializer = outputs.ModelCallsOut
@@ -414,10 +515,13 @@ class OrgGetModelCalls(OrgOpView):
 
 
 class AuditList(OrgOpView):
+    """The org's audit log: who changed what (switches, tokens, namespaces, calibration), newest first."""
+
     op = "audit.list"
     role = Role.ADMIN
     request_serializer = inputs.AuditList
     response_serializer = outputs.AuditListOut
+    example = {"limit": 20}
 
     def run(self, scope, data):
         return self.answer(
@@ -431,7 +535,11 @@ class Health(APIView):
 
     permission_classes = []
 
-    @extend_schema(operation_id="health", responses={200: outputs.HealthOut, 503: outputs.HealthOut})
+    @extend_schema(
+        operation_id="health",
+        responses={200: outputs.HealthOut, 503: outputs.HealthOut},
+        auth=[{}, {"bearerToken": []}],  # open to anyone; an admin token adds the details
+    )
     def get(self, request):
         report = health.report()
         admin = request.auth is not None and request.auth.role >= Role.ADMIN

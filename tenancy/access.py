@@ -64,7 +64,7 @@ class Scope:
 def authorize(principal: Principal, org: str | None, namespace: str, needs: Role) -> Scope:
     if org is not None and org != principal.org:
         raise Refusal("ORG_MISMATCH", f"this token belongs to org {principal.org!r}, not {org!r}", "org")
-    if not NAME_PATTERN.match(namespace):
+    if not NAME_PATTERN.fullmatch(namespace):
         raise Refusal("INVALID_NAMESPACE", f"namespace must be {NAME_RULE}", "namespace")
     if not principal.may_read(namespace):
         raise Refusal("NAMESPACE_FORBIDDEN", f"this token is not scoped to namespace {namespace!r}", "namespace")

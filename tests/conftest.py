@@ -195,6 +195,7 @@ def local_embedder(backend, settings):
     embedders.get_embedder.cache_clear()
     cluster.run("TRUNCATE TABLE embedder_calibration")
     cluster.run("TRUNCATE TABLE namespace_calibration_result")
+    cluster.run("TRUNCATE TABLE namespace_calibration_pairs")  # an earlier test's namespace would be probed again
     caching.forget_all()
     thresholds._probed_at.clear()
     yield embedders.get_embedder()

@@ -43,6 +43,17 @@ def test_timeline_by_entity_tags_or_prefix_in_time_order(backend, agent, call):
     assert keys(windowed) == ["feb"]
     page = call("memory.timeline", {"entity": "acme", "top_k": 1}, t).json
     assert len(page["results"]) == 1 and page["total_matching"] == 2
+    # The edges of what ClickHouse stores: an offset that reaches past 1900 is held at it, not refused.
+    edge = call("memory.timeline", {"entity": "acme", "since": "1900-01-01T05:00:00+06:00"}, t)
+    assert keys(edge) == ["mar", "jan"]
+
+
+def test_a_time_outside_the_stored_years_is_refused_by_name(backend, agent, call):
+    # Found by the fuzz run: year 85 reached ClickHouse, which refused the parameter, and the caller got a 500.
+    body = {"memory_key_prefix": "x", "until": "0085-10-10T03:16:30.666094+10:52"}
+    reply = call("memory.timeline", body, agent.token)
+    assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, "INVALID_VALUE", "until")
+    assert "1900 to 2299" in reply.json["error"]["message"]
 
 
 def test_timeline_needs_something_to_follow(backend, agent, call):

@@ -87,6 +87,12 @@ def test_a_record_holding_a_secret_is_stored_high_and_never_served(backend, agen
         ({"record_key": "k", "record_type": "customer"}, "MISSING_FIELD", "items[0].fields"),
         ({"record_key": "k", "record_type": "customer", "fields": {}}, "INVALID_VALUE", "items[0].fields"),
         ({"record_key": "k", "record_type": "customer", "fields": {"plan": 3}}, "INVALID_TYPE", "items[0].fields.plan"),
+        (
+            {"record_key": "k", "record_type": "customer", "fields": {"plan": " "}},
+            "INVALID_VALUE",
+            "items[0].fields.plan",
+        ),
+        ({"record_key": "k", "record_type": "customer", "fields": {" ": "x"}}, "INVALID_VALUE", "items[0].fields"),
     ],
 )
 def test_a_bad_record_is_refused_naming_its_field(backend, agent, item, code, field):

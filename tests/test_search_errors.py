@@ -11,6 +11,7 @@ CASES = [
     ({"query": "q", "top_k": 0}, "INVALID_VALUE", "top_k"),
     ({"query": "q", "top_k": 501}, "INVALID_VALUE", "top_k"),
     ({"query": "q", "top_k": "5"}, "INVALID_TYPE", "top_k"),
+    ({"query": "q", "top_k": 2.5}, "INVALID_TYPE", "top_k"),
     ({"query": "q", "search_mode": "vibes"}, "INVALID_VALUE", "search_mode"),
     ({"query": "q", "recipe": "spicy"}, "INVALID_VALUE", "recipe"),
     ({"query": "q", "retrieval_budget": "huge"}, "INVALID_VALUE", "retrieval_budget"),
@@ -25,8 +26,11 @@ CASES = [
     ({"query": "q", "read_scope": "everyone"}, "INVALID_VALUE", "read_scope"),
     ({"query": "q", "namespace_scope": "all"}, "INVALID_VALUE", "namespace_scope"),
     ({"query": "q", "as_of": "last tuesday"}, "INVALID_VALUE", "as_of"),
+    ({"query": "q", "as_of": "0058-06-02T20:54:59Z"}, "INVALID_VALUE", "as_of"),  # before ClickHouse's years
+    ({"query": "q", "as_of": "2300-01-01T00:00:00Z"}, "INVALID_VALUE", "as_of"),
     ({"query": "q", "as_of_basis": "wall_clock"}, "INVALID_VALUE", "as_of_basis"),
     ({"query": "q", "observation_date": "2024-13-01"}, "INVALID_VALUE", "observation_date"),
+    ({"query": "q", "observation_date": "1899-12-31"}, "INVALID_VALUE", "observation_date"),
     ({"query": "q", "personalization": "off"}, "INVALID_VALUE", "personalization"),
     ({"query": "q", "explain": "yes"}, "INVALID_TYPE", "explain"),
     ({"query": "q", "rerank": "https://rerank.example/v1"}, "INVALID_VALUE", "rerank"),
@@ -42,6 +46,12 @@ def test_bad_search_fields(backend, agent, call, body, code, field):
     reply = call("memory.search", body, agent.token)
     assert (reply.status, reply.error, reply.json["error"]["field"]) == (STATUS[code], code, field)
     assert STATUS[code] == (413 if code == "TOO_MANY_ITEMS" else 422)
+
+
+def test_a_whole_number_written_with_a_point_is_an_integer(backend, agent):
+    # JSON has one number type; a client (or a JSON Schema validator) may well write top_k 3 as 3.0.
+    agent.set(*({"memory_key": f"k{n}", "value": f"deploys are frozen on day {n}"} for n in range(4)))
+    assert len(agent.search("deploys", top_k=3.0).json["hits"]) == 3
 
 
 def test_bad_outcome_and_trace_log_fields(backend, agent, call):

@@ -22,6 +22,7 @@ The abstain gates still read the fused order (`order`).
 import json
 import logging
 import os
+import re
 from functools import cache
 
 from django.conf import settings
@@ -44,14 +45,22 @@ LLM_PROMPT = (
 )
 
 
+BUILTIN = r"builtin:(openai|cohere)(:[A-Za-z0-9._:-]+)?"  # a model name, as the providers spell theirs
+
+
 def problem(name: str) -> str | None:
     """Why a request or a namespace may not name this reranker, or None: builtin:openai/cohere[:model], a configured
     endpoint's name, or "none"."""
     if "://" in name:
         return "a URL is refused: name builtin:openai, builtin:cohere or an endpoint of LOOM_RERANK_ENDPOINTS_JSON"
-    if name == "none" or name.split(":")[0:2] in (["builtin", "openai"], ["builtin", "cohere"]) or name in endpoints():
+    if name == "none" or re.fullmatch(BUILTIN, name) or name in endpoints():
         return None
     return f"unknown reranker {name!r} (LOOM_RERANK_ENDPOINTS_JSON names: {', '.join(sorted(endpoints())) or 'none'})"
+
+
+def names_pattern() -> str:
+    """What `problem` accepts, as a schema's pattern: "none", the builtins, this deployment's endpoints."""
+    return "|".join(["none", BUILTIN, *(re.escape(name) for name in sorted(endpoints()))])
 
 
 @cache

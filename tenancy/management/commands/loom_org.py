@@ -15,7 +15,7 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         if action == "create":
             name = options["name"]
-            if not NAME_PATTERN.match(name):
+            if not NAME_PATTERN.fullmatch(name):
                 raise CommandError(f"org name must be {NAME_RULE}")
             org, created = Org.objects.get_or_create(name=name)
             self.stdout.write(f"{'created' if created else 'exists'}: org {org.name}")

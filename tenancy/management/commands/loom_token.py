@@ -38,7 +38,7 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f"no org {org!r}; create it with: manage.py loom_org create {org}")
         for ns in namespace:
-            if not NAME_PATTERN.match(ns):
+            if not NAME_PATTERN.fullmatch(ns):
                 raise CommandError(f"namespace {ns!r}: must be {NAME_RULE}")
         row, token = ApiToken.issue(found, Role.parse(role), namespace, name, read_scope, created_by=_operator())
         scope = ", ".join(row.namespaces) or "all namespaces"
