@@ -28,6 +28,8 @@ run: export LOOM_EMBEDDING_MODEL ?= local
 # ...and ranks by hybrid (cosine plus idf-weighted word overlap) where the spec's wire default is semantic:
 # better on every leave-one-conversation-out fold of the dev split (README, Quality).
 run: export LOOM_MEMORY_SEARCH_DEFAULT_MODE ?= hybrid
+# ...and logs every search (the Recall Lab's Traces page; the demo namespace consents to keeping query text).
+run: export LOOM_SEARCH_TRACE_LOG_ENABLED ?= true
 # A stop waits at most 10 s for the worker, then kills it: a request takes milliseconds and an acknowledged write
 # is already durable. (Under CI load a worker once outlasted gunicorn's default 30 s on SIGTERM; cause not found.)
 run: $(VENV)/.runtime

@@ -179,6 +179,9 @@ class ListItemOut(serializers.Serializer):
     rows = serializers.IntegerField()
     version = serializers.IntegerField()
     updated_at = serializers.DateTimeField()
+    sensitivity = serializers.CharField(help_text="The newest row's: low, medium or high.")
+    excerpt = serializers.CharField(help_text="The newest value's first 160 characters; empty when it is high.")
+    duplicate_of = serializers.CharField(allow_null=True, help_text="The live row the newest value duplicates.")
 
 
 class MemoryListOut(serializers.Serializer):
@@ -491,6 +494,7 @@ class TraceLogRowOut(serializers.Serializer):
 class SearchTraceLogOut(serializers.Serializer):
     rows = TraceLogRowOut(many=True)
     next_before = serializers.CharField(allow_null=True, help_text="Pass as before= for the next page.")
+    enabled = serializers.BooleanField(help_text="false: LOOM_SEARCH_TRACE_LOG_ENABLED is off, no search is logged.")
 
 
 class OutcomeOut(serializers.Serializer):

@@ -6,6 +6,7 @@ validate it, authorize the (org, namespace) it addresses, run, answer.
 import functools
 import json
 
+from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.exceptions import NotAuthenticated
@@ -407,7 +408,9 @@ class MemorySearchTraceLog(OpView):
 
     def run(self, scope, data):
         rows, next_before = trace.page(scope, **data)
-        return self.answer({"rows": rows, "next_before": next_before})
+        return self.answer(
+            {"rows": rows, "next_before": next_before, "enabled": settings.LOOM_SEARCH_TRACE_LOG_ENABLED}
+        )
 
 
 class MemoryOutcome(OpView):

@@ -20,7 +20,7 @@ from rest_framework.exceptions import ValidationError
 from memories import inputs
 from memories.errors import refusal_of
 from recall.compare import moves
-from retrieval import caching, options
+from retrieval import caching, health, options
 from retrieval.errors import Refusal
 from retrieval.gates import calibration, thresholds
 from retrieval.ingest.write import MEMORY_TYPES
@@ -79,9 +79,16 @@ def _namespace_names(principal: Principal, context: dict) -> list[str]:
     return context["namespaces"]
 
 
+def _namespace_picked(principal: Principal, form: dict, context: dict) -> str:
+    """The org's namespaces for the page's picker, and the one the page shows: the form's, else `default`, else the
+    first. The form then names it, so the picker shows the namespace the page serves."""
+    names = _namespace_names(principal, context)
+    form["namespace"] = form.get("namespace") or ("default" if "default" in names else names[0])
+    return form["namespace"]
+
+
 def _namespace_scope(principal: Principal, form: dict, context: dict):
-    """The org's namespaces for the page's picker, and the scope of the one the form names (else the first)."""
-    return authorize(principal, None, form["namespace"] or _namespace_names(principal, context)[0], Role.VIEWER)
+    return authorize(principal, None, _namespace_picked(principal, form, context), Role.VIEWER)
 
 
 def _respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
@@ -100,7 +107,8 @@ def member_page(view):
         if membership is None:
             return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
         principal = Principal.of_membership(membership)
-        return view(request, principal, {"orgs": orgs, "org": principal.org}, *args, **kwargs)
+        context = {"orgs": orgs, "org": principal.org, "problems": {p: health.meaning(p) for p in health.problems()}}
+        return view(request, principal, context, *args, **kwargs)
 
     return page
 
@@ -111,7 +119,7 @@ def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpRespon
     form = {name: request.GET.get(name, "") for name in FIELDS}
     context.update(form=form, options=options, searched=False)
     with errors_shown(context):
-        _namespace_names(principal, context)
+        _namespace_picked(principal, form, context)
         if form["query"].strip():
             context.update(searched=True, **_search(principal, form))
     return _respond(request, "recall/_results.html", "recall/lab.html", context)
@@ -123,10 +131,11 @@ def compare(request: HttpRequest, principal: Principal, context: dict) -> HttpRe
     """The same query under two configurations, side by side: each row's rank move, rows only in one window,
     overlap@k and the rank correlation of the rows both served."""
     shared = {name: request.GET.get(name, "") for name in FIELDS if name not in CONFIG}
-    sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
-    context.update(form=shared, sides=sides, options=options, searched=False)
+    context.update(form=shared, options=options, searched=False)
     with errors_shown(context):
-        _namespace_names(principal, context)
+        _namespace_picked(principal, shared, context)
+        sides = {side: {**shared, **{name: request.GET.get(f"{side}_{name}", "") for name in CONFIG}} for side in "ab"}
+        context.update(sides=sides)
         if shared["query"].strip():
             runs = {side: _search(principal, form) for side, form in sides.items()}
             context.update(searched=True, runs=runs, **moves(runs))

@@ -8,28 +8,47 @@ from retrieval.providers.embedders import get_embedder, width_mismatch
 from retrieval.providers.llm import get_llm
 from retrieval.store import clickhouse
 
+# What each problem means to someone reading results (the Recall Lab's banner).
+MEANING = {
+    "fake_embedder": "search ranks with a test embedder, not a model (set LOOM_EMBEDDING_MODEL)",
+    "embedder_key_missing": "the configured embedder has no API key: a test embedder stands in",
+    "embedding_dim_mismatch": "stored vectors differ in width from the embedder's (run manage.py reembed)",
+    "fake_llm": "answers and LLM steps come from a test stand-in, not a model (set LOOM_LLM_MODEL)",
+    "llm_key_missing": "the configured LLM has no API key: a test stand-in answers",
+}
+
+
+def problems() -> list[str]:
+    """What stands between this deployment and real answers, ClickHouse apart (cheap: nothing is called)."""
+    found = []
+    embedder = get_embedder()
+    if embedder.provider == "fake":
+        found.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
+    if width_mismatch():
+        found.append("embedding_dim_mismatch")
+    llm = get_llm()
+    if llm.provider == "fake":
+        found.append("llm_key_missing" if llm.inner.key_missing_for else "fake_llm")
+    return found + [f"provider_failing:{name}" for name in remote.failing()]
+
+
+def meaning(problem: str) -> str:
+    name = problem.removeprefix("provider_failing:")
+    return MEANING.get(problem) or f"the {name} provider is failing: results are degraded until it answers"
+
 
 def report() -> dict:
     try:
         engine = {"ok": True, "backend": clickhouse.backend(), "version": clickhouse.ping()}
     except clickhouse.ClickHouseUnavailable as exc:
         engine = {"ok": False, "backend": clickhouse.backend(), "version": None, "error": str(exc)}
-    embedder = get_embedder()
-    problems = []
-    if embedder.provider == "fake":
-        problems.append("embedder_key_missing" if embedder.key_missing_for else "fake_embedder")
-    if width_mismatch():
-        problems.append("embedding_dim_mismatch")
-    llm = get_llm()
-    if llm.provider == "fake":
-        problems.append("llm_key_missing" if llm.inner.key_missing_for else "fake_llm")
+    embedder, llm, problems_found = get_embedder(), get_llm(), problems()
     adaptive = {"enabled": False, "tier": "scalar", "calibration_hash": None}
     if engine["ok"]:
         adaptive = thresholds.health()
-    problems += [f"provider_failing:{name}" for name in remote.failing()]
     if not engine["ok"]:
         status = "unavailable"
-    elif problems and settings.LOOM_REQUIRE_REAL_PROVIDERS:
+    elif problems_found and settings.LOOM_REQUIRE_REAL_PROVIDERS:
         status = "degraded"
     else:
         status = "ok"
@@ -38,6 +57,6 @@ def report() -> dict:
         "clickhouse": engine,
         "embedder": {"provider": embedder.provider, "model": embedder.model_name, "dim": embedder.dim},
         "llm": {"provider": llm.provider, "model": llm.model},
-        "problems": problems,
+        "problems": problems_found,
         "adaptive_thresholds": adaptive,
     }

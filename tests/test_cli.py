@@ -1,11 +1,14 @@
-"""Management commands: loom_org, loom_token (Django-only: they work while the server runs), loom_bootstrap."""
+"""Management commands: loom_org, loom_token, loom_user (Django-only: they work while the server runs),
+loom_bootstrap."""
 
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import Client
 
-from tenancy.models import ApiToken, Org
+from tenancy.models import ApiToken, Membership, Org
 
 
 def run(*args) -> str:
@@ -58,3 +61,39 @@ def test_several_workers_need_a_clickhouse_server(backend, db):
             run("loom_bootstrap", "--workers", "4")
     else:
         assert "Loom Recall is starting" in run("loom_bootstrap", "--workers", "4")
+
+
+def test_user_create_prints_a_password_that_logs_in_to_the_lab_with_that_role(db, alice):
+    out = run("loom_user", "create", "--org", alice.name, "--role", "viewer", "dana")
+    password = out.strip().splitlines()[-1].removeprefix("password (shown once): ")
+    assert f"dana: viewer in org {alice.name}" in out and len(password) >= 12
+    client = Client()
+    answered = client.post("/recall/login", {"username": "dana", "password": password, "next": "/recall"})
+    assert (answered.status_code, answered["Location"]) == (302, "/recall")
+    assert Membership.objects.get(user__username="dana").role == "viewer"
+
+
+def test_user_set_role_list_and_remove(db, alice, bob):
+    run("loom_user", "create", "--org", alice.name, "--role", "viewer", "dana")
+    run("loom_user", "create", "--org", bob.name, "--role", "writer", "dana")  # the same user, a second org
+    assert "dana: admin in org" in run("loom_user", "set-role", "--org", alice.name, "--role", "admin", "dana")
+    listed = run("loom_user", "list").splitlines()
+    assert listed[0] == "user\torg\trole"
+    assert f"dana\t{alice.name}\tadmin" in listed and f"dana\t{bob.name}\twriter" in listed
+    assert run("loom_user", "list", "--org", bob.name).splitlines()[1:] == [f"dana\t{bob.name}\twriter"]
+    run("loom_user", "remove", "--org", alice.name, "dana")
+    assert [m.org.name for m in Membership.objects.filter(user__username="dana")] == [bob.name]
+
+
+def test_user_commands_say_what_is_wrong(db, alice, monkeypatch):
+    with pytest.raises(CommandError, match="no org 'nope'; create it with"):
+        run("loom_user", "create", "--org", "nope", "--role", "viewer", "dana")
+    run("loom_user", "create", "--org", alice.name, "--role", "viewer", "dana")
+    with pytest.raises(CommandError, match="already in org .*set-role"):
+        run("loom_user", "create", "--org", alice.name, "--role", "admin", "dana")
+    with pytest.raises(CommandError, match="is not in org"):
+        run("loom_user", "set-role", "--org", alice.name, "--role", "admin", "erin")
+    monkeypatch.setattr("sys.stdin", StringIO("short\n"))
+    with pytest.raises(CommandError, match="password: This password is too short"):
+        run("loom_user", "create", "--org", alice.name, "--role", "viewer", "--password-stdin", "erin")
+    assert not get_user_model().objects.filter(username="erin").exists()

@@ -80,6 +80,10 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         # make run ships hybrid (cosine plus idf-weighted word overlap, alpha 0.25): the spec's wire default is
         # semantic, and hybrid measured better on every leave-one-conversation-out fold (README, Quality).
         assert (body["search_mode"], body["mode_source"]) == ("hybrid", "default")
+        # ...and logs every search, with the demo namespace's consent to keep the query's text.
+        assert "Search trace log: on, every search (query text kept: consent recorded" in log.read_text()
+        status, logged = http("POST", f"{base}/v1/memory.search_trace_log", {"limit": 5}, token)
+        assert (status, logged["enabled"], logged["rows"][0]["query"]) == (200, True, "a greeting saying hello")
         health = http("GET", f"{base}/v1/health", token=token)[1]  # the demo token is an admin's
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
     finally:

@@ -89,6 +89,14 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     page.wait_for_selector("#components-chart .main-svg")  # plotly drew the stacked components
     assert page.locator("table.hits tbody tr").first.inner_text().startswith("1\tdeploy.window")
     assert "query=when%20do%20production%20deploys%20run" in page.url  # the pushed URL is the shareable link
+    assert "fake_embedder" in page.inner_text(".banner.warn")  # the health problems, on every page
+    # A second search on the same page: the chart is drawn again with its layout (plotly's class kept).
+    page.fill("#q", "how do I roll back a deploy")
+    page.press("#q", "Enter")
+    page.wait_for_selector("table.hits tbody tr:first-child >> text=deploy.rollback")
+    page.wait_for_selector("#components-chart.js-plotly-plot .main-svg")
+    page.wait_for_timeout(200)  # past htmx's settle delay (20 ms): the class must still be there
+    assert page.locator("#components-chart.js-plotly-plot .main-svg").count() >= 1
     page.screenshot(path=str(SHOTS / "recall-lab.png"), full_page=True)
 
     page.click("nav >> text=Compare")

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from retrieval.gates import thresholds
+from retrieval.providers import embedders
 from tenancy.models import Membership
 from tests.conftest import Agent
 
@@ -140,6 +141,40 @@ def test_lab_pages_allow_scripts_from_this_server_only(backend, alice):
     assert b"onchange=" not in page.content  # no inline handler the policy would block
 
 
+@pytest.mark.parametrize("path", ["/recall", "/recall/memories", "/recall/traces", "/recall/compare"])
+def test_the_namespace_picker_shows_the_namespace_the_page_serves(backend, alice, call, path):
+    for namespace in ("archive", "default", "northwind"):
+        Agent(call, alice.token("admin"), namespace=namespace).set({"memory_key": "k", "value": "v"})
+    client = operator_of(alice)
+    # Named by a direct link (the memory page's back link is one): listed, and selected.
+    linked = client.get(path, {"org": alice.name, "namespace": "northwind"}).content.decode()
+    assert "<option>archive</option>" in linked and "<option selected>northwind</option>" in linked
+    # Named by nothing: `default`, though another sorts first.
+    plain = client.get(path).content.decode()
+    assert "<option selected>default</option>" in plain and "<option>archive</option>" in plain
+
+
+def test_every_page_names_the_health_problems_in_a_banner(backend, alice, settings):
+    page = operator_of(alice).get("/recall/memories").content.decode()  # the suite embeds with the fake
+    assert 'class="banner warn"' in page and "<code>fake_embedder</code>: search ranks with a test embedder" in page
+    # No key: the fake stands in, and the banner says why.
+    settings.LOOM_EMBEDDING_MODEL, settings.OPENAI_API_KEY = "text-embedding-3-small", ""
+    embedders.get_embedder.cache_clear()
+    try:
+        page = operator_of(alice).get("/recall").content.decode()
+    finally:
+        embedders.get_embedder.cache_clear()
+    assert "<code>embedder_key_missing</code>: the configured embedder has no API key" in page
+
+
+def test_the_login_page_loads_no_chart_library_and_every_page_has_an_icon(db, alice):
+    login = Client().get("/recall/login").content.decode()
+    assert "plotly" not in login and 'rel="icon"' in login
+    assert "plotly.min.js" in operator_of(alice).get("/recall").content.decode()
+    icon = Client().get("/static/recall/favicon.svg")
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)
+
+
 def test_htmx_and_plotly_are_served_from_our_own_static_files(db):
     for path, carries in (
         ("/static/recall/vendor/htmx-2.0.11.min.js", b'version:"2.0.11"'),
@@ -178,6 +213,8 @@ def test_compare_marks_rank_moves_rows_only_in_one_window_and_sums_up(backend, a
         )
         assert label in page.split(f"<code>{key}</code>")[1].split("</li>")[0]
     assert "<code>lexical</code> (request)" in page and "<code>semantic</code> (request)" in page
+    exact = page.split("<code>exact</code>")[1].split("</li>")[0]
+    assert '<div class="excerpt">kubectl rollout undo reverts a deploy</div>' in exact  # what the row says
 
 
 def csrf_client_of(tenant, role):
@@ -311,6 +348,22 @@ def test_memories_lists_pages_and_opens_a_key_with_versions_and_chunks(backend, 
     assert "superseded" in page and "active" in page and "ops" in page and "fake-ngram-384" in page
     assert "Chunks of the live rows" in page
     assert client.get("/recall/memories/missing", {"namespace": "default"}).status_code == 404
+
+
+def test_memories_list_shows_each_keys_value_and_its_marks(backend, alice, call):
+    agent = Agent(call, alice.token("admin"))
+    agent.set({"memory_key": "plants", "value": "the office plants are watered on mondays"})
+    agent.set(
+        {"memory_key": "plants.copy", "value": "the office plants are watered on mondays"},
+        {"memory_key": "vault", "value": "the vault api key is sk-abcdefghijklmnopqrstuvwxyz0123"},
+    )
+    listed = {item["memory_key"]: item for item in agent.call("memory.list", {}, agent.token).json["items"]}
+    assert (listed["plants.copy"]["duplicate_of"], listed["plants"]["duplicate_of"]) == ("plants", None)
+    assert (listed["vault"]["sensitivity"], listed["vault"]["excerpt"]) == ("high", "")  # never shown in a listing
+    page = operator_of(alice).get("/recall/memories").content.decode()
+    assert page.count("the office plants are watered on mondays") == 2 and "sk-abc" not in page
+    assert 'class="mark sensitive"' in page and "duplicate of <code>plants</code>" in page
+    assert f">{listed['plants']['version']}<" not in page  # a version is a 19-digit stamp: on the key's page
 
 
 @pytest.mark.parametrize(

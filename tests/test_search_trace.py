@@ -31,7 +31,7 @@ def test_search_trace_needs_a_query(backend, agent, call):
 def test_no_trace_log_rows_unless_enabled(backend, agent, call):
     agent.set({"memory_key": "k", "value": "v"})
     agent.search("v")
-    assert call("memory.search_trace_log", {}, agent.token).json["rows"] == []
+    assert call("memory.search_trace_log", {}, agent.token).json == {"rows": [], "next_before": None, "enabled": False}
 
 
 def test_every_search_appends_a_trace_row_when_enabled(backend, agent, call, settings):

@@ -163,6 +163,9 @@ class ListItemOut(TypedDict):
     rows: int
     version: int
     updated_at: str
+    sensitivity: str
+    excerpt: str
+    duplicate_of: str | None
 
 
 class MemoryAsk(TypedDict, total=False):
@@ -783,6 +786,7 @@ class SearchTraceLog(TypedDict, total=False):
 class SearchTraceLogOut(TypedDict):
     rows: list[TraceLogRowOut]
     next_before: str | None
+    enabled: bool
 
 
 class SearchTraceOut(TypedDict):

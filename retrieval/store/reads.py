@@ -155,6 +155,9 @@ _ORDERS = {
 }
 
 
+EXCERPT_CHARS = 160  # of the newest value, in a listing
+
+
 def list_keys(
     scope: Scope,
     order: str = "recent",
@@ -173,7 +176,9 @@ def list_keys(
     rows = clickhouse.query(
         f"""
         SELECT memory_key, argMax(memory_type, version) AS newest_type, count() AS rows,
-               max(version) AS newest_version, max(updated_at) AS newest_update, {sort} AS sort_value
+               max(version) AS newest_version, max(updated_at) AS newest_update, {sort} AS sort_value,
+               argMax(sensitivity, version) AS newest_sensitivity, argMax(duplicate_of, version) AS newest_duplicate_of,
+               leftUTF8(argMax(value, version), {{excerpt:UInt32}}) AS newest_excerpt
         FROM memories FINAL
         WHERE {_SCOPE} AND status = 'active'
           AND ({{type:Nullable(String)}} IS NULL OR memory_type = {{type:Nullable(String)}})
@@ -194,6 +199,7 @@ def list_keys(
             after_sort=after_sort,
             after_key=after_key,
             limit=limit + 1,
+            excerpt=EXCERPT_CHARS,
         ),
     )
     more = len(rows) > limit
@@ -206,6 +212,10 @@ def list_keys(
             "rows": row["rows"],
             "version": row["newest_version"],
             "updated_at": row["newest_update"],
+            "sensitivity": row["newest_sensitivity"],
+            # A high-sensitivity value is read by its key alone (memory.get), never shown in a listing.
+            "excerpt": "" if row["newest_sensitivity"] == "high" else row["newest_excerpt"],
+            "duplicate_of": row["newest_duplicate_of"] or None,
         }
         for row in rows
     ]

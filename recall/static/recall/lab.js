@@ -6,7 +6,9 @@ function drawPlots(root) {
   });
 }
 document.addEventListener("DOMContentLoaded", function () { drawPlots(document); });
-document.addEventListener("htmx:afterSwap", function (event) { drawPlots(event.detail.target); });
+// After the settle step, not the swap: settling puts back the attributes an element with the same id had, and
+// would take plotly's class off a chart drawn in between (its legend then lands on the table below).
+document.addEventListener("htmx:afterSettle", function (event) { drawPlots(event.target); });
 // Picking another org reloads the page for it (a listener here: the Lab's policy allows no inline handler).
 document.addEventListener("change", function (event) {
   if (event.target.id === "org-picker") { event.target.form.submit(); }

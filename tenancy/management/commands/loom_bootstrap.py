@@ -1,4 +1,5 @@
-"""Set up the demo install once: org `demo`, namespace `default`, a dashboard admin and an API token.
+"""Set up the demo install once: org `demo`, namespace `default` (consenting to query text in the search trace
+log), a dashboard admin and an API token.
 
 Run by `make run` on every start; a second run reuses what exists. The demo
 login and token are kept in var/demo-credentials.json (mode 0600) so they can
@@ -39,8 +40,9 @@ class Command(BaseCommand):
         org, _ = Org.objects.get_or_create(name=ORG)
 
         scope = Scope(org=ORG, namespace=NAMESPACE, role=Role.ADMIN, subject="process:bootstrap")
-        if not namespaces.get(scope).registered:
-            namespaces.register(scope, {"description": "Created by make run."})
+        config = namespaces.get(scope)
+        if not config.registered:  # consent recorded once: an operator may withdraw it later
+            config, _ = namespaces.register(scope, {"description": "Created by make run.", "text_capture": True})
 
         User = get_user_model()
         user = User.objects.filter(username=USERNAME).first()
@@ -64,6 +66,14 @@ class Command(BaseCommand):
             f"  Recall Lab: {base}/recall   login {USERNAME} / {saved['password']}\n"
             f"  Admin:      {base}/admin/   (the same login)\n"
             f"  API docs:   {base}/v1/docs\n"
+            f"  Search trace log: {_trace_log(config)}\n"
             f"  API token (org {ORG}, admin, all namespaces; namespace '{NAMESPACE}' is ready):\n"
             f"  {saved['token']}\n"
         )
+
+
+def _trace_log(config) -> str:
+    if not settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
+        return "off (LOOM_SEARCH_TRACE_LOG_ENABLED=false)"
+    kept = "query text kept: consent recorded" if config.text_capture else "query text not kept: no consent"
+    return f"on, every search ({kept} for namespace '{NAMESPACE}')"
