@@ -202,8 +202,28 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
                 caching.forget_all()
                 audit.record(principal.org, f"human:{request.user.get_username()}", "recalibrate")
         reports = [thresholds.report(principal.org, name) for name in _namespace_names(principal, context)]
-        context.update(reports=reports, charts=_calibration_charts(reports))
+        cluster = calibration.stored(embedder.model_name) if context["adaptive"] else None
+        context.update(
+            reports=reports, charts=_calibration_charts(reports), far=_far_gates(reports, cluster), far_by=FAR
+        )
     return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)
+
+
+FAR = 0.15  # a namespace's own gate this far from the model's calibration is worth a second look
+
+
+def _far_gates(reports: list[dict], cluster) -> list[dict]:
+    """The namespace-tier gates far from the embedder's own calibration: labelled pairs that do not represent the
+    namespace's questions can put abstain where every search abstains, or where none does."""
+    if cluster is None:
+        return []
+    return [
+        {"namespace": report["namespace"], "gate": gate, "value": value, "cluster": cluster.gates[gate]}
+        for report in reports
+        if report["tier"] == "namespace"
+        for gate, value in report["gates"].items()
+        if gate in cluster.gates and abs(value - cluster.gates[gate]) >= FAR
+    ]
 
 
 def _calibration_charts(reports: list[dict]) -> list[dict]:
@@ -227,10 +247,29 @@ def _calibration_charts(reports: list[dict]) -> list[dict]:
                 "title": {"text": f"probe cosines · {report['tier']} {report['calibration_hash']}"},
             },
         )
-        for gate, value in report["gates"].items():
-            figure.add_vline(x=value, line_dash="dot", annotation_text=gate, annotation_textangle=-90)
+        for index, (value, names) in enumerate(_coinciding(report["gates"])):
+            figure.add_vline(
+                x=value,
+                line_dash="dot",
+                annotation_text=" = ".join(names),
+                annotation_textangle=-90,
+                annotation_position="top right" if index % 2 == 0 else "bottom right",  # neighbours alternate
+            )
         charts.append({"id": f"calibration-{report['calibration_hash']}", "figure": figure.to_json()})
     return charts
+
+
+def _coinciding(gates: dict[str, float], within: float = 0.01) -> list[tuple[float, list[str]]]:
+    """Gates by value, those within `within` of the one before sharing a line (and one label: "conflict = duplicate"
+    rather than two labels drawn over each other)."""
+    lines = []
+    for name, value in sorted(gates.items(), key=lambda item: item[1]):
+        if lines and value - lines[-1][2] < within:
+            lines[-1][1].append(name)
+            lines[-1][2] = value
+        else:
+            lines.append([value, [name], value])
+    return [(value, names) for value, names, _ in lines]
 
 
 @member_page
@@ -287,8 +326,9 @@ def _trace_filters(form: dict) -> dict:
 
 
 def _trace_chart(points: list[dict]) -> dict:
-    """Latency p50 and p95 over time, and the abstain rate on a second axis."""
-    at = [point["at"].isoformat() for point in points]
+    """Latency p50 and p95 over time, and the abstain rate on a second axis. Times go as plain UTC: plotly.js reads
+    no zone offset, and took "…+00:00" for category labels (an axis of garbled strings over a short span)."""
+    at = [point["at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") for point in points]
     figure = go.Figure(
         [
             go.Scatter(x=at, y=[p["p50"] for p in points], name="latency p50 (ms)", mode="lines+markers"),
@@ -299,6 +339,7 @@ def _trace_chart(points: list[dict]) -> dict:
             "height": 300,
             "margin": {"l": 50, "r": 50, "t": 30, "b": 40},
             "legend": {"orientation": "h"},
+            "xaxis": {"type": "date", "title": {"text": "UTC"}},
             "yaxis": {"title": {"text": "ms"}},
             "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 1], "title": {"text": "abstain rate"}},
         },

@@ -110,7 +110,16 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     a_side = page.locator("section[aria-label='Window A']")
     assert a_side.locator("li", has_text="window.long").locator(".move.down").count() == 1  # B ranks it lower
     assert a_side.locator("li", has_text="window.short").locator(".move.up").count() == 1
+    assert a_side.locator("li", has_text="window.short").locator(".excerpt").inner_text() == "the deploy window"
     page.screenshot(path=str(SHOTS / "recall-compare.png"), full_page=True)
+
+    # A direct link to the memories list (the memory page's back link is one): the picker shows its namespace,
+    # and each key shows its value.
+    page.goto(f"{operator['url']}/recall/memories?org={operator['org']}&namespace=default")
+    assert page.locator("select[name=namespace] option:checked").inner_text() == "default"
+    row = page.locator("table.hits tbody tr", has_text="deploy.rollback")
+    assert row.locator(".excerpt").inner_text().startswith("to roll back a deploy, run kubectl rollout undo")
+    page.screenshot(path=str(SHOTS / "recall-memories.png"), full_page=True)
 
     page.click("nav >> text=Model calls")
     page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm asks before the switch

@@ -5,9 +5,11 @@ import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
 
-from retrieval.gates import thresholds
+from recall import views
+from retrieval.gates import calibration, probe_corpora, thresholds
 from retrieval.providers import embedders
 from tenancy.models import Membership
 from tests.conftest import Agent
@@ -287,9 +289,31 @@ def test_an_admin_recalibrates_the_real_embedder_and_sees_the_distributions(loca
     assert answered.status_code == 200 and "Recalibrated local:minilm" in page and "<td>cluster</td>" in page
     figure = json.loads(page.split('class="plot" data-target="calibration-')[1].split('">', 1)[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} == {"paraphrase", "question_fact", "distractor"}
-    assert len(figure["layout"]["shapes"]) == 7  # every gate drawn on the distributions
+    labels = " = ".join(note["text"] for note in figure["layout"]["annotations"]).split(" = ")
+    assert sorted(labels) == sorted(thresholds.report(alice.name, "default")["gates"])  # every gate, drawn once
     noise = thresholds.report(alice.name, "default")["noise"]
     assert f'{noise["level"]:.3f} <span class="meta">(1 row,' in page  # the namespace's noise level, measured
+
+
+def test_gates_that_coincide_share_one_line_and_label():
+    assert views._coinciding({"conflict": 0.85, "abstain": 0.2, "duplicate": 0.855, "rewrite": 0.6}) == [
+        (0.2, ["abstain"]),
+        (0.6, ["rewrite"]),
+        (0.85, ["conflict", "duplicate"]),
+    ]
+
+
+def test_the_calibration_page_warns_of_a_namespace_gate_far_from_the_models(local_embedder, alice, call):
+    call_command("recalibrate")
+    agent = Agent(call, alice.token("admin"))
+    similar = [list(pair) for pair in probe_corpora.QUESTION_FACT[:6]]
+    # "Distractors" that are one text twice: the abstain gate lands past every real question's cosine.
+    same = [[text, text] for text, _ in probe_corpora.DISTRACTORS[:4]]
+    assert agent.call("calibration.run", {"similar": similar, "distractors": same}, agent.token).status == 200
+    page = operator_of(alice).get("/recall/calibration").content.decode()
+    warning = page.split('class="banner warn" role="status"><strong>Gates far')[1].split("</div>")[0]
+    cluster = calibration.stored("local:minilm").gates["abstain"]
+    assert "<code>default</code> abstain" in warning and f"(the model's: {cluster:.3f})" in warning
 
 
 def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, call, settings):
@@ -305,6 +329,9 @@ def test_the_trace_log_lists_filters_charts_and_opens_a_search(backend, alice, c
     figure = json.loads(page.split('data-target="trace-chart">')[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} == {"latency p50 (ms)", "latency p95 (ms)", "abstain rate"}
     assert sum(sum(t["y"]) for t in figure["data"] if t["name"] == "abstain rate") > 0
+    # A date axis, its times as plotly.js reads them (no zone offset: with one, the axis showed category labels).
+    assert figure["layout"]["xaxis"]["type"] == "date"
+    assert all(len(at) == 19 and "+" not in at for at in figure["data"][0]["x"])
 
     only = client.get("/recall/traces", {"namespace": "default", "abstain": "yes"}, HTTP_HX_REQUEST="true").content
     assert b"zebra" in only and b"production deploys" not in only and b"<html" not in only
