@@ -308,6 +308,10 @@ LOOM_VECTOR_MIRROR = env.boolean("LOOM_VECTOR_MIRROR", True)
 # The embedding worker inside the server process: auto = with the embedded engine (nothing else may open its data).
 LOOM_EMBEDDING_WORKER = env.choice("LOOM_EMBEDDING_WORKER", "auto", ("auto", "on", "off"))
 LOOM_EMBEDDING_WORKER_INTERVAL_S = env.number("LOOM_EMBEDDING_WORKER_INTERVAL_S", 60.0, minimum=0.01)
+# ...which also sweeps what failed writes left behind (retrieval/ingest/repair.py) this often, leaving rows younger
+# than the grace: they may belong to a write still storing them.
+LOOM_REPAIR_INTERVAL_S = env.number("LOOM_REPAIR_INTERVAL_S", 3600.0, minimum=0.01)
+LOOM_REPAIR_GRACE_S = env.number("LOOM_REPAIR_GRACE_S", 600.0, minimum=0)
 LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer("LOOM_VECTOR_MIRROR_MAX_ROWS", 1_000_000, minimum=0)
 # All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB).
 LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer("LOOM_VECTOR_MIRROR_MAX_BYTES", 4 << 30, minimum=0)

@@ -1,10 +1,12 @@
-"""A frozen ClickHouse server (SIGSTOP: connections accepted, nothing answered): each request answers 503 within its
-ClickHouse limits instead of waiting statement after statement, and the service answers again by itself once the
-engine resumes. The outage is logged as it begins and as it ends, not once per request."""
+"""ClickHouse faults on a server of the test's own. Frozen (SIGSTOP: connections accepted, nothing answered): each
+request answers 503 within its ClickHouse limits instead of waiting statement after statement, and the service
+answers again by itself once the engine resumes; the outage is logged as it begins and as it ends, not once per
+request. Killed mid-load: no acknowledged write is lost."""
 
 import logging
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -65,3 +67,61 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
     ]
     assert len([line for line in said if "answers again" in line]) == 1
     assert not [record for record in caplog.records if record.name.startswith(("urllib3", "clickhouse_connect"))]
+
+
+def test_a_server_killed_mid_load_loses_no_acknowledged_write(tmp_path, alice, call, settings):
+    """SIGKILL while writes stream in, the same data restarted on the same ports: refusals are fast 503s, the
+    service answers again by itself, and every write it acknowledged (before, around and after) is read and
+    searched."""
+    settings.LOOM_CLICKHOUSE_QUERY_TIMEOUT_S = settings.LOOM_CLICKHOUSE_WRITE_TIMEOUT_S = 2.0
+    root = str(tmp_path / "clickhouse")
+    server = Server(root)
+    previous = clickhouse.use(server.url)
+    try:
+        schema.apply()
+        token = alice.token("writer")
+        acknowledged, refused = [], []
+
+        deadline = time.monotonic() + 60
+
+        def kill_once_loaded():  # lands mid-request, while the loop below writes
+            while len(acknowledged) < 20 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            server.process.kill()
+
+        killer = threading.Thread(target=kill_once_loaded)
+        killer.start()
+        n = 0
+        while len(refused) < 5:
+            assert time.monotonic() < deadline, (len(acknowledged), len(refused))
+            key, n = f"load.{n}", n + 1
+            sent = time.monotonic()
+            reply = call("memory.set", {"memory_key": key, "value": f"ticket {key} was closed on friday"}, token)
+            if reply.status == 201:
+                acknowledged.append(key)
+            else:
+                assert (reply.status, reply.error) == (503, "CLICKHOUSE_UNAVAILABLE"), reply.json
+                refused.append(time.monotonic() - sent)
+        killer.join()
+        server.process.wait(timeout=10)
+        assert acknowledged and refused, (len(acknowledged), len(refused))
+        assert max(refused) < 2.0 + 1.0  # a dead server refuses at once; the write timeout bounds the worst case
+
+        server.log.close()
+        server = Server(root, ports=(server.http_port, server.tcp_port))  # the same data, the same address
+        deadline = time.monotonic() + 30
+        while (
+            after := call("memory.set", {"memory_key": "after", "value": "written once it is back"}, token)
+        ).status != 201:
+            assert time.monotonic() < deadline, after.json
+            time.sleep(0.1)
+        acknowledged.append("after")
+        got = call("memory.bulk_get", {"memory_keys": acknowledged}, token).json
+        assert got["missing"] == [] and len(got["memories"]) == len(acknowledged)
+        for key in (acknowledged[0], acknowledged[-2]):  # the first, and the last before the kill
+            hits = call("memory.search", {"query": f"ticket {key} closed", "top_k": 3}, token).json["hits"]
+            assert key in [hit["memory_key"] for hit in hits], key
+    finally:
+        clickhouse.flush_later()
+        clickhouse.use(previous)
+        server.stop()

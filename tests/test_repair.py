@@ -1,6 +1,7 @@
 """loom_repair: a write that failed before its `memories` row (its commit) left side rows; the sweep retires them,
 and takes their terms out of the BM25 statistics, touching nothing else."""
 
+import time
 from io import StringIO
 
 from django.core.management import call_command
@@ -67,3 +68,24 @@ def test_a_write_still_in_flight_is_left_alone(backend, agent, monkeypatch):
     failed_write(agent, monkeypatch, "fresh", "a row a write is storing")
     assert repair(org) == "nothing to sweep"  # the default grace: ten minutes
     assert live(org, "fresh", "memory_embeddings") == 1
+
+
+def test_the_servers_worker_sweeps_by_itself(backend, agent, monkeypatch, settings):
+    """The server process's background worker (wsgi.py starts it) sweeps every LOOM_REPAIR_INTERVAL_S: what a
+    failed write left is retired without anyone running loom_repair."""
+    from retrieval.ingest import embed_pending
+
+    org = agent_org(agent)
+    failed_write(agent, monkeypatch, "lost", "Backups are copied to Frankfurt")
+    assert live(org, "lost", "memory_embeddings") == 1
+    settings.LOOM_EMBEDDING_WORKER, settings.LOOM_EMBEDDING_WORKER_INTERVAL_S = "on", 0.05
+    settings.LOOM_REPAIR_INTERVAL_S, settings.LOOM_REPAIR_GRACE_S = 0.05, 0
+    assert embed_pending.start_worker()
+    try:
+        deadline = time.monotonic() + 30
+        while live(org, "lost", "memory_embeddings"):
+            assert time.monotonic() < deadline, "the worker did not sweep"
+            time.sleep(0.05)
+    finally:
+        embed_pending.stop_worker()
+    assert live(org, "lost", "memory_terms") == 0

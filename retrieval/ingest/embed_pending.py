@@ -8,16 +8,20 @@ spend nothing and do not crowd the batch; the newest stubs go first.
 With the embedded engine one process owns the data, so the command cannot run
 beside the server: the server runs the worker in a thread instead
 (`start_worker`, LOOM_EMBEDDING_WORKER), a pass when it starts, whenever an
-org's model calls come back on, and every LOOM_EMBEDDING_WORKER_INTERVAL_S.
+org's model calls come back on, and every LOOM_EMBEDDING_WORKER_INTERVAL_S. Being the one process that
+maintains the data, it also sweeps what failed writes left behind every LOOM_REPAIR_INTERVAL_S
+(retrieval/ingest/repair.py: one sweep at a time; a ClickHouse server's deployments run `loom_repair` on a
+schedule).
 """
 
 import logging
 import threading
+import time
 
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import digests, entities, passes, write
+from retrieval.ingest import digests, entities, passes, repair, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse
@@ -75,6 +79,7 @@ class _Worker:
         self.target = target
         self.wake, self.stop = threading.Event(), threading.Event()
         self.thread = threading.Thread(target=self.run, name="loom-embed-pending", daemon=True)
+        self.sweep_at = time.monotonic() + settings.LOOM_REPAIR_INTERVAL_S
 
     def run(self) -> None:
         clickhouse.use_target_in_thread(self.target)
@@ -85,10 +90,21 @@ class _Worker:
                         pass
                 except Exception:  # the worker outlives one failed pass
                     log.exception("embedding worker pass failed")
+                self.sweep_when_due()
                 self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
                 self.wake.clear()
         finally:
             clickhouse.release_thread()
+
+    def sweep_when_due(self) -> None:
+        if time.monotonic() < self.sweep_at:
+            return
+        self.sweep_at = time.monotonic() + settings.LOOM_REPAIR_INTERVAL_S
+        try:
+            if swept := repair.sweep():
+                log.info("swept %d row versions failed writes left behind", swept)
+        except Exception:  # the next interval tries again
+            log.exception("repair sweep failed")
 
 
 _worker: _Worker | None = None

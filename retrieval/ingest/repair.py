@@ -12,6 +12,8 @@ loom_repair`; one sweep at a time (two at once would take the same terms out twi
 
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
+
 from retrieval import metrics
 from retrieval.ingest.write import DELETED, retire_side_rows
 from retrieval.store import clickhouse, vector_mirror
@@ -19,11 +21,13 @@ from retrieval.store.rows import THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 from tenancy.roles import Role
 
-# A write still in flight is younger than this: its side rows wait for their `memories` row.
-GRACE = timedelta(minutes=10)
+
+def grace() -> timedelta:
+    """A write still in flight is younger than this (LOOM_REPAIR_GRACE_S): its side rows wait for their commit."""
+    return timedelta(seconds=settings.LOOM_REPAIR_GRACE_S)
 
 
-def orphans(grace: timedelta = GRACE, org: str | None = None) -> dict[tuple[str, str], list[tuple]]:
+def orphans(grace: timedelta, org: str | None = None) -> dict[tuple[str, str], list[tuple]]:
     """Live vector rows older than `grace` whose version has no `memories` row (of one org, or all), by (org,
     namespace)."""
     rows = clickhouse.query_rows(
@@ -45,10 +49,11 @@ def orphans(grace: timedelta = GRACE, org: str | None = None) -> dict[tuple[str,
     return found
 
 
-def sweep(grace: timedelta = GRACE, only_org: str | None = None) -> int:
-    """Retire every orphaned version's side rows (of one org, or all); how many versions were swept."""
+def sweep(older_than: timedelta | None = None, only_org: str | None = None) -> int:
+    """Retire every orphaned version's side rows (of one org, or all) older than `older_than` (else the grace);
+    how many versions were swept."""
     swept = 0
-    for (org, namespace), identities in orphans(grace, only_org).items():
+    for (org, namespace), identities in orphans(older_than if older_than is not None else grace(), only_org).items():
         scope = Scope(org=org, namespace=namespace, role=Role.ADMIN, subject="process:repair")
         revision = next_version()
         # Their terms leave the statistics as they entered: one term_input row per field, rebuilt from the postings.

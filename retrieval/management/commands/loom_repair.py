@@ -18,11 +18,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--grace-minutes",
             type=float,
-            default=repair.GRACE.total_seconds() / 60,
-            help="leave rows younger than this: a write may still be storing them (default 10)",
+            default=repair.grace().total_seconds() / 60,
+            help="leave rows younger than this: a write may still be storing them (default LOOM_REPAIR_GRACE_S)",
         )
 
-    def handle(self, *args, org=None, grace_minutes=10.0, **options):
+    def handle(self, *args, org=None, grace_minutes=None, **options):
         if grace_minutes < 0:
             raise CommandError("--grace-minutes must be 0 or more")
         try:
