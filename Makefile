@@ -26,7 +26,7 @@ $(VENV)/.dev: requirements-dev.txt requirements-anthropic.txt client/pyproject.t
 # unless LOOM_EMBEDDING_MODEL says otherwise. Tests keep the fake.
 run: export LOOM_EMBEDDING_MODEL ?= local
 # ...and ranks by hybrid (cosine plus idf-weighted word overlap) where the spec's wire default is semantic:
-# better on every leave-one-conversation-out fold of the dev split (README, Quality).
+# better on every leave-one-conversation-out fold of the dev split (docs/benchmarks.md, Quality).
 run: export LOOM_MEMORY_SEARCH_DEFAULT_MODE ?= hybrid
 # ...and logs every search (the Recall Lab's Traces page; the demo namespace consents to keeping query text).
 run: export LOOM_SEARCH_TRACE_LOG_ENABLED ?= true

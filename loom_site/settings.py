@@ -1,7 +1,7 @@
 """Django settings for Loom Recall.
 
 Every deployment setting is read here, once, from the environment (strictly:
-see loom_site/env.py). The README lists them all.
+see loom_site/env.py). docs/operating.md lists them all.
 """
 
 import json
@@ -286,7 +286,7 @@ LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = env.boolean("LOOM_MEMORY_ASK_EXCLU
 
 # --- Search ------------------------------------------------------------------
 # Search and its gates: every ranking knob, its default, bounds and why, is in retrieval/knobs.py (the
-# README's table is generated from it).
+# docs/operating.md's table is generated from it).
 globals().update({knob.name: knob.read(env) for knob in knobs.SETTINGS})
 # The write gates judge every memory.set (off: values are stored unjudged, `write_gates: "off"`).
 LOOM_WRITE_GATES = env.boolean("LOOM_WRITE_GATES", True)

@@ -2,7 +2,7 @@
 the setting that overrides it (a `LOOM_*` name) or none (a constant, changed here with a measurement).
 
 `loom_site/settings.py` reads the settings from this table, the code reads the constants from this module, and
-the README's "Ranking knobs" table is generated from it (`python -m retrieval.knobs`; a test keeps them equal).
+docs/operating.md's "Ranking knobs" table is generated from it (`python -m retrieval.knobs`; a test keeps them equal).
 """
 
 from dataclasses import dataclass
@@ -50,7 +50,7 @@ _knob(
     "LOOM_MEMORY_SEARCH_DEFAULT_MODE",
     "semantic",
     "plan",
-    "the spec's wire default; `make run` serves hybrid (README, Quality)",
+    "the spec's wire default; `make run` serves hybrid (docs/benchmarks.md, Quality)",
     choices=SEARCH_MODES,
 )
 _knob(
@@ -429,7 +429,7 @@ def _shown(value) -> str:
 
 
 def markdown() -> str:
-    """The README's table, one row per knob in stage order."""
+    """docs/operating.md's table, one row per knob in stage order."""
     lines = ["| stage | knob | default | bounds | why |", "|---|---|---|---|---|"]
     for knob in TABLE:
         if knob.choices:

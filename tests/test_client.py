@@ -112,7 +112,7 @@ def test_a_missing_token_is_a_clear_error(monkeypatch):
 
 
 def test_the_readme_quick_start_prints_what_it_shows(server, monkeypatch, capsys):
-    section = (ROOT / "README.md").read_text().split("### Python client")[1]
+    section = (ROOT / "README.md").read_text().split("## From Python")[1]
     code, printed = section.split("```python\n")[1].split("```")[0], section.split("prints\n\n```\n")[1].split("```")[0]
     monkeypatch.setenv("LOOM_URL", server)
     exec(compile(code, "README.md", "exec"), {})

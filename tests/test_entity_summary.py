@@ -95,9 +95,9 @@ def test_a_bad_summary_is_refused_naming_its_field(backend, agent, body, code, f
     assert (reply.status, reply.error, reply.json["error"].get("field")) == (422, code, field), reply.json
 
 
-def test_the_readme_example_runs(backend, agent):
-    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("### entity_summary.set")[1]
-    bodies = [json.loads(body) for body in re.findall(r"-d '(\{.*?\})'", section.split("\n### ")[0], re.S)]
+def test_the_documented_example_runs(backend, agent):
+    section = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text().split("## entity_summary.set")[1]
+    bodies = [json.loads(body) for body in re.findall(r"-d '(\{.*?\})'", section.split("\n## ")[0], re.S)]
     created = agent.call("entity_summary.set", bodies[0], agent.token)
     assert created.status == 201 and created.json["items"][0]["entity"] == "office:ber"
     assert agent.call("entity_summary.delete", bodies[1], agent.token).json == {"entity": "office:ber", "deleted": 1}

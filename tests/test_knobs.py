@@ -1,4 +1,4 @@
-"""retrieval/knobs.py: the one table of ranking knobs, what settings.py reads and what the README shows."""
+"""retrieval/knobs.py: the one table of ranking knobs, what settings.py reads and what docs/operating.md shows."""
 
 import re
 from pathlib import Path
@@ -10,13 +10,13 @@ from django.core.exceptions import ImproperlyConfigured
 from loom_site import env
 from retrieval import knobs
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+OPERATING = Path(__file__).resolve().parent.parent / "docs" / "operating.md"
 
 
-def test_the_readme_table_is_the_one_generated_from_the_knobs():
-    shown = re.search(r"<!-- knobs:start -->\n(.*?)\n<!-- knobs:end -->", README.read_text(), re.S)
-    assert shown, "README.md lost its knobs markers"
-    assert shown.group(1) == knobs.markdown(), "README's table is stale: paste `python -m retrieval.knobs` into it"
+def test_the_documented_table_is_the_one_generated_from_the_knobs():
+    shown = re.search(r"<!-- knobs:start -->\n(.*?)\n<!-- knobs:end -->", OPERATING.read_text(), re.S)
+    assert shown, "docs/operating.md lost its knobs markers"
+    assert shown.group(1) == knobs.markdown(), "the knobs table is stale: paste `python -m retrieval.knobs` into it"
 
 
 def test_every_search_setting_is_a_knob_and_settings_serve_its_value():

@@ -1,7 +1,9 @@
-"""`make run` on a fresh var/ directory: the printed token works over real HTTP; a second run reuses it."""
+"""`make run` on a fresh var/ directory: the README's tour gives the output it shows, the printed token works over
+real HTTP; a second run reuses it."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -64,12 +66,40 @@ def printed_token(log: Path) -> str:
     return [line.strip() for line in log.read_text().splitlines() if line.strip().startswith("loom_")][-1]
 
 
+def tour() -> list[tuple[str, str]]:
+    """The README's tour: (curl command, the output it shows) in order; `…` in an output stands for anything."""
+    steps = []
+    for block in (ROOT / "README.md").read_text().split("<!-- tour -->\n")[1:]:
+        commands, shown = re.match(r"```sh\n(.*?)```\n```\n(.*?)```", block, re.S).groups()
+        commands = re.split(
+            r"\n(?=curl )", "\n".join(line for line in commands.splitlines() if line.startswith(("curl", " ")))
+        )
+        assert len(commands) == len(shown.splitlines()), commands
+        steps += zip(commands, shown.splitlines())
+    return steps
+
+
+def shows(output: str, shown: str) -> bool:
+    return re.fullmatch(".*?".join(re.escape(part) for part in shown.split("…")), output, re.S) is not None
+
+
 def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
     var = tmp_path / "var"
     port = free_port()
     process, base, log = start(var, port)
     try:
         token = printed_token(log)
+        steps = tour()
+        assert len(steps) == 6
+        for command, shown in steps:  # as a reader pastes them, against this server
+            ran = subprocess.run(
+                ["bash", "-c", command.replace("http://127.0.0.1:8000", base)],
+                env={"LOOM_TOKEN": token, "PATH": os.environ["PATH"]},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert shows(ran.stdout, shown), (command, ran.stdout[:2000])
         assert "/recall   login admin /" in log.read_text()
         status, body = http("POST", f"{base}/v1/memory.set", {"memory_key": "greeting", "value": "hello"}, token)
         assert status == 201, body
@@ -78,7 +108,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         status, body = http("POST", f"{base}/v1/memory.search", {"query": "a greeting saying hello"}, token)
         assert status == 200 and body["hits"][0]["memory_key"] == "greeting"
         # make run ships hybrid (cosine plus idf-weighted word overlap, alpha 0.25): the spec's wire default is
-        # semantic, and hybrid measured better on every leave-one-conversation-out fold (README, Quality).
+        # semantic, and hybrid measured better on every leave-one-conversation-out fold (docs/benchmarks.md, Quality).
         assert (body["search_mode"], body["mode_source"]) == ("hybrid", "default")
         # ...and logs every search, with the demo namespace's consent to keep the query's text.
         assert "Search trace log: on, every search (query text kept: consent recorded" in log.read_text()

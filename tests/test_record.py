@@ -100,9 +100,9 @@ def test_a_bad_record_is_refused_naming_its_field(backend, agent, item, code, fi
     assert (reply.status, reply.error, reply.json["error"].get("field")) == (422, code, field), reply.json
 
 
-def test_the_readme_example_runs(backend, openai_llm, agent):
-    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("### record.set")[1]
-    bodies = [json.loads(body) for body in re.findall(r"-d '(\{.*?\})'", section.split("\n### ")[0], re.S)]
+def test_the_documented_example_runs(backend, openai_llm, agent):
+    section = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text().split("## record.set")[1]
+    bodies = [json.loads(body) for body in re.findall(r"-d '(\{.*?\})'", section.split("\n## ")[0], re.S)]
     assert agent.call("record.set", bodies[0], agent.token).status == 201
     asked = agent.call("memory.ask", bodies[1], agent.token).json
     assert (asked["answer"], asked["source"], asked["memory_keys"]) == ("Enterprise", "record", ["customer:acme"])

@@ -15,7 +15,7 @@ from tests.model_server import Answer
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+API_DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 HIKE = "Sounds good, count me in for that one"
 
 
@@ -164,10 +164,10 @@ def test_a_viewer_may_not_write_a_summary(backend, alice, call):
     assert (reply.status, reply.error) == (403, "ROLE_FORBIDDEN")
 
 
-def test_the_readme_example_runs(backend, agent):
-    section = README.read_text().split("### session_summary.set")[1].split("\n### ")[0]
+def test_the_documented_example_runs(backend, agent):
+    section = API_DOC.read_text().split("## session_summary.set")[1].split("\n## ")[0]
     bodies = re.findall(r"-d '(\{.*?\})'", section, re.S)
-    assert bodies, "the README lost its session_summary.set example"
+    assert bodies, "docs/api.md lost its session_summary.set example"
     reply = agent.call("session_summary.set", json.loads(bodies[0]), agent.token)
     assert reply.status == 201 and [item["outcome"] for item in reply.json["items"]] == ["created", "created"]
     search = agent.call("memory.search", json.loads(bodies[1]), agent.token)
