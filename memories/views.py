@@ -128,7 +128,7 @@ class MemorySet(OpView):
     refusals = ("MEMORY_PINNED", "VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM", *EMBEDS)
     example = {
         "memory_key": "customer.acme.contact",
-        "value": "Dana Reyes is Acme's contact for the renewal; she prefers email.",
+        "value": "Dana Reyes is the Acme contact for the renewal; she prefers email.",
         "tags": ["acme"],
         "entities": ["acme", "dana reyes"],
     }
@@ -365,7 +365,7 @@ class MemorySearch(OpView):
     request_serializer = inputs.MemorySearch
     response_serializer = outputs.SearchOut
     refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", "INVALID_CURSOR", *EMBEDS)
-    example = {"query": "Who is Acme's contact for the renewal?", "top_k": 5}
+    example = {"query": "Who is the Acme contact for the renewal?", "top_k": 5}
 
     def run(self, scope, data):
         result = service.search(scope, SearchRequest.of(data), op=self.op, run_id=data.get("run_id", ""))
@@ -379,7 +379,7 @@ class MemoryAsk(OpView):
     request_serializer = inputs.MemoryAsk
     response_serializer = outputs.AskOut
     refusals = ("READS_LLM_FREE", "TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
-    example = {"query": "Who is Acme's contact for the renewal?"}
+    example = {"query": "Who is the Acme contact for the renewal?"}
 
     def run(self, scope, data):
         return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", "")))
@@ -392,7 +392,7 @@ class MemorySearchTrace(OpView):
     request_serializer = inputs.MemorySearchTrace
     response_serializer = outputs.SearchTraceOut
     refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
-    example = {"query": "Who is Acme's contact for the renewal?"}
+    example = {"query": "Who is the Acme contact for the renewal?"}
 
     def run(self, scope, data):
         return self.answer(service.search_trace(scope, SearchRequest.of(data)))
@@ -448,14 +448,14 @@ class CalibrationRun(OpView):
     refusals = ("CALIBRATION_UNAVAILABLE", *EMBEDS)
     example = {
         "similar": [
-            ["Who is Acme's contact?", "Dana Reyes is Acme's contact for the renewal."],
-            ["When does Acme renew?", "Acme's contract renews in March."],
+            ["Who is the Acme contact?", "Dana Reyes is the Acme contact for the renewal."],
+            ["When does Acme renew?", "The Acme contract renews in March."],
             ["Which plan is Acme on?", "Acme is on the Enterprise plan."],
             ["Where is Acme based?", "Acme is headquartered in Berlin."],
             ["How does Dana like to be reached?", "Dana prefers email over phone calls."],
         ],
         "distractors": [
-            ["Who is Acme's contact?", "The office coffee machine is descaled on Fridays."],
+            ["Who is the Acme contact?", "The office coffee machine is descaled on Fridays."],
             ["When does Acme renew?", "Parking permits are issued by facilities."],
             ["Which plan is Acme on?", "The staging cluster runs in eu-west-1."],
         ],
