@@ -7,8 +7,56 @@ silent default: `LOOM_X=ture` is an error, not `False`.
 import json
 import os
 import re
+from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
+
+# The settings table (docs/operating.md, "Settings") is the reads themselves: each states what it means (`doc`),
+# `python -m loom_site.env` prints the table and a test keeps the page equal to it. A read without `doc` is a
+# ranking knob, documented in its own table (retrieval/knobs.py).
+ABOVE = "〃"  # this setting shares the row of the one read just before it
+
+
+@dataclass(frozen=True)
+class Read:
+    name: str
+    shown: str  # the default, as the table shows it
+    doc: str | None
+
+
+READS: dict[str, Read] = {}
+
+
+def _noted(name: str, default, doc: str | None, shown: str | None) -> None:
+    READS.setdefault(name, Read(name, shown if shown is not None else _shown(default), doc))
+
+
+def _shown(default) -> str:
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, (list, tuple)):
+        return f"`{','.join(default)}`" if default else "unset"
+    if default == "":
+        return "unset"
+    if isinstance(default, str):
+        return f"`{default}`"
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
+def markdown() -> str:
+    """The settings table, a row per setting (or per settings read together), in the order settings.py reads them."""
+    rows: list[tuple[list[str], list[str], str]] = []
+    for read in READS.values():
+        if read.doc == ABOVE:
+            rows[-1][0].append(f"`{read.name}`")
+            rows[-1][1].append(read.shown)
+        elif read.doc is not None:
+            rows.append(([f"`{read.name}`"], [read.shown], read.doc))
+    lines = [f"| {', '.join(names)} | {', '.join(shown)} | {doc} |" for names, shown, doc in rows]
+    return "\n".join(["| Setting | Default | |", "|---|---|---|", *lines])
+
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -21,12 +69,14 @@ def _raw(name: str) -> str | None:
     return value.strip()
 
 
-def string(name: str, default: str = "") -> str:
+def string(name: str, default: str = "", *, doc: str | None = None, shown: str | None = None) -> str:
+    _noted(name, default, doc, shown)
     value = _raw(name)
     return default if value is None else value
 
 
-def boolean(name: str, default: bool) -> bool:
+def boolean(name: str, default: bool, *, doc: str | None = None, shown: str | None = None) -> bool:
+    _noted(name, default, doc, shown)
     value = _raw(name)
     if value is None:
         return default
@@ -37,7 +87,16 @@ def boolean(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true or false)")
 
 
-def integer(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+def integer(
+    name: str,
+    default: int,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    *,
+    doc: str | None = None,
+    shown: str | None = None,
+) -> int:
+    _noted(name, default, doc, shown)
     value = _raw(name)
     if value is None:
         return default
@@ -49,7 +108,16 @@ def integer(name: str, default: int, minimum: int | None = None, maximum: int | 
     return number
 
 
-def number(name: str, default: float, minimum: float | None = None, maximum: float | None = None) -> float:
+def number(
+    name: str,
+    default: float,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    doc: str | None = None,
+    shown: str | None = None,
+) -> float:
+    _noted(name, default, doc, shown)
     value = _raw(name)
     if value is None:
         return default
@@ -63,14 +131,18 @@ def number(name: str, default: float, minimum: float | None = None, maximum: flo
     return parsed
 
 
-def choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+def choice(
+    name: str, default: str, choices: tuple[str, ...], *, doc: str | None = None, shown: str | None = None
+) -> str:
+    _noted(name, default, doc, shown)
     value = string(name, default)
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}")
     return value
 
 
-def strings(name: str, default: tuple[str, ...] = ()) -> list[str]:
+def strings(name: str, default: tuple[str, ...] = (), *, doc: str | None = None, shown: str | None = None) -> list[str]:
+    _noted(name, default, doc, shown)
     value = _raw(name)
     if value is None:
         return list(default)
@@ -157,3 +229,13 @@ def check_rerank_endpoints(raw: str) -> None:
             raise ImproperlyConfigured(
                 f"LOOM_RERANK_ENDPOINTS_JSON[{name!r}]: unknown fields {sorted(set(endpoint) - {'url', 'model', 'api_key_env'})}"
             )
+
+
+if __name__ == "__main__":  # the table docs/operating.md shows
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+    django.setup()
+    from loom_site import env  # the module settings.py read through (this file runs as __main__)
+
+    print(env.markdown())

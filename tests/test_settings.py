@@ -1,11 +1,17 @@
-"""The suite is hermetic: a developer's exported keys and database never reach a test."""
+"""Settings: the suite is hermetic (a developer's exported keys and database never reach a test), and the table
+docs/operating.md shows is the one the settings read."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from loom_site import env
+from retrieval import knobs
+
 ROOT = Path(__file__).resolve().parent.parent
+OPERATING = ROOT / "docs" / "operating.md"
 
 
 def test_provider_keys_and_the_database_url_are_cleared_before_settings_load():
@@ -33,3 +39,15 @@ def test_provider_keys_and_the_database_url_are_cleared_before_settings_load():
         check=True,
     ).stdout.split()
     assert shown[0] == "[]" and "sqlite3" in shown[1] and "claude" not in shown[-1]
+
+
+def test_the_documented_table_is_the_one_the_settings_read():
+    shown = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", OPERATING.read_text(), re.S)
+    assert shown, "docs/operating.md lost its settings markers"
+    assert shown.group(1) == env.markdown(), "the settings table is stale: paste `python -m loom_site.env` into it"
+
+
+def test_every_setting_read_is_documented_here_or_is_a_ranking_knob():
+    undocumented = {read.name for read in env.READS.values() if read.doc is None}
+    assert undocumented == {knob.name for knob in knobs.SETTINGS}
+    assert all(read.doc for read in env.READS.values() if read.doc is not None), "a setting documented as empty"
