@@ -341,7 +341,14 @@ def _trace_chart(points: list[dict]) -> dict:
             "legend": {"orientation": "h"},
             "xaxis": {"type": "date", "title": {"text": "UTC"}},
             "yaxis": {"title": {"text": "ms"}},
-            "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 1], "title": {"text": "abstain rate"}},
+            "yaxis2": {
+                "overlaying": "y",
+                "side": "right",
+                "range": [0, 1],
+                "dtick": 0.25,
+                "tickformat": ".0%",
+                "title": {"text": "abstain rate"},
+            },
         },
     )
     return json.loads(figure.to_json())

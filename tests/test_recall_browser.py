@@ -44,8 +44,10 @@ def browser(operator):
 
 
 @pytest.fixture
-def operator(transactional_db, alice, call, live_server):
-    """An admin of alice's org with a namespace worth searching, and a browser page logged in as them."""
+def operator(transactional_db, alice, call, live_server, settings):
+    """An admin of alice's org with a namespace worth searching (its searches logged), and a browser page logged in
+    as them."""
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
     name, password = f"op-{uuid.uuid4().hex[:8]}", "correct horse battery"
     user = get_user_model().objects.create_user(name, password=password)
     Membership.objects.create(user=user, org=alice.org, role="admin")
@@ -81,6 +83,13 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     page.on(
         "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
     )
+    fetched, failed = [], []  # every URL the pages loaded; any answered 4xx/5xx (a missing favicon was one)
+    page.on(
+        "response",
+        lambda response: (fetched.append(response.url), response.status >= 400 and failed.append(response.url)),
+    )
+    page.goto(f"{operator['url']}/recall/login")
+    assert fetched and not [url for url in fetched if "plotly" in url]  # the login page loads no chart library
     log_in(page, operator)
 
     page.fill("#q", "when do production deploys run")
@@ -132,4 +141,11 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     page.goto(f"{operator['url']}/recall?query=when+do+production+deploys+run")
     page.wait_for_selector("table.hits tbody tr")
     assert "leg:vector:model_calls_off" in page.inner_text(".degraded")  # the switch took effect on a search
-    assert refused == []
+
+    # The trace log's chart over the few seconds this test searched: a time axis, not the raw timestamps.
+    page.click("nav >> text=Trace log")
+    page.wait_for_selector("#trace-chart .xtick text")
+    ticks = [tick.text_content() for tick in page.locator("#trace-chart .xtick text").all()]
+    assert ticks and all("+00:00" not in tick and "T" not in tick for tick in ticks), ticks
+    page.screenshot(path=str(SHOTS / "recall-traces.png"), full_page=True)
+    assert refused == [] and failed == []
