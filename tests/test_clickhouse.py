@@ -85,3 +85,34 @@ def test_rows_inserted_later_with_different_columns_all_arrive(backend):
         "SELECT op, upstream_cost_usd FROM agent_events WHERE org = {org:String} ORDER BY op", {"org": org}
     )
     assert rows == [("memory.ask", 0.25), ("memory.search", 0.0)]
+
+
+def test_a_flush_waits_for_one_already_under_way(backend, monkeypatch):
+    """flush_later() promises the rows waiting are in when it returns. The background flusher may have taken them a
+    moment before and still be inserting: the caller waits for it (it once returned at once, and a test reading its
+    usage row back found none)."""
+    import threading
+    from datetime import UTC, datetime
+
+    org = f"later-{uuid.uuid4().hex[:8]}"
+    row = {"org": org, "namespace": "n", "op": "memory.ask", "actor": "t", "created_at": datetime.now(UTC)}
+    inserting, release, stored = threading.Event(), threading.Event(), clickhouse.insert
+
+    def slow_insert(table, rows):
+        inserting.set()
+        release.wait(10)
+        return stored(table, rows)
+
+    monkeypatch.setattr(clickhouse, "insert", slow_insert)
+    clickhouse.insert_later("agent_events", [row])
+    under_way = threading.Thread(target=clickhouse.flush_later)  # as the background flusher would
+    under_way.start()
+    assert inserting.wait(10)
+    caller = threading.Thread(target=clickhouse.flush_later)
+    caller.start()
+    caller.join(0.3)
+    assert caller.is_alive()  # still waiting for the insert under way
+    release.set()
+    caller.join(10)
+    under_way.join(10)
+    assert clickhouse.query_value("SELECT count() FROM agent_events WHERE org = {org:String}", {"org": org}) == 1

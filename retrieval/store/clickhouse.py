@@ -385,6 +385,7 @@ def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
 LATER_SECONDS = 0.5
 _later: dict[tuple[str, str], list[dict[str, Any]]] = {}
 _later_lock = threading.Lock()
+_flushing = threading.Lock()  # one flush at a time: a caller's waits for the flusher's rows under way to be in
 _flusher: threading.Thread | None = None
 
 
@@ -399,7 +400,12 @@ def insert_later(table: str, rows: list[dict[str, Any]]) -> None:
 
 
 def flush_later() -> None:
-    """Insert every row waiting now (before reading them back, and at exit)."""
+    """Insert every row waiting now (before reading them back, and at exit): when it returns, they are in."""
+    with _flushing:
+        _flush()
+
+
+def _flush() -> None:
     global _later
     with _later_lock:
         waiting, _later = _later, {}
