@@ -1,5 +1,5 @@
-"""`make run` on a fresh var/ directory: the README's tour gives the output it shows, the printed token works over
-real HTTP; a second run reuses it."""
+"""`make run` on a fresh var/ directory: the README's tour and docs/api.md's examples give the output they show, the
+printed token works over real HTTP; a second run reuses it."""
 
 import json
 import os
@@ -79,8 +79,41 @@ def tour() -> list[tuple[str, str]]:
     return steps
 
 
-def shows(output: str, shown: str) -> bool:
+def documented() -> list[tuple[str, str | None]]:
+    """docs/api.md's examples: (curl command, the output its `# ->` comment shows, if any) in order; a block marked
+    `<!-- not run: … -->` (a model's answer) is left out."""
+    steps = []
+    for skipped, block in re.findall(
+        r"(<!-- not run[^\n]*\n)?```sh\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S
+    ):
+        for line in [] if skipped else block.splitlines():
+            if line.startswith("curl "):
+                steps.append([line, None])
+            elif line.startswith(" ") and steps and steps[-1][1] is None:
+                steps[-1][0] += "\n" + line
+            elif line.startswith("# -> "):
+                steps[-1][1] = line.removeprefix("# -> ")
+            elif line.startswith("#     ") and steps and steps[-1][1] is not None:
+                steps[-1][1] += line.removeprefix("#")
+    return [tuple(step) for step in steps]
+
+
+def shows(output: str, shown: str, spaced: bool = False) -> bool:
+    """Whether the output is what the docs show, `…` standing for anything; `spaced`: the docs space it out."""
+    if spaced:  # compared without white space, which the docs add for reading
+        output, shown = re.sub(r"\s+", "", output), re.sub(r"\s+", "", shown)
     return re.fullmatch(".*?".join(re.escape(part) for part in shown.split("…")), output, re.S) is not None
+
+
+def paste(command: str, base: str, token: str) -> str:
+    """A documented curl command, run as a reader pastes it, against the server at `base`."""
+    return subprocess.run(
+        ["bash", "-c", command.replace("http://127.0.0.1:8000", base).replace("localhost:8000", base)],
+        env={"LOOM_TOKEN": token, "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
 
 
 def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
@@ -91,15 +124,9 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         token = printed_token(log)
         steps = tour()
         assert len(steps) == 6
-        for command, shown in steps:  # as a reader pastes them, against this server
-            ran = subprocess.run(
-                ["bash", "-c", command.replace("http://127.0.0.1:8000", base)],
-                env={"LOOM_TOKEN": token, "PATH": os.environ["PATH"]},
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert shows(ran.stdout, shown), (command, ran.stdout[:2000])
+        for command, shown in steps:
+            output = paste(command, base, token)
+            assert shows(output, shown), (command, output[:2000])
         assert "/recall   login admin /" in log.read_text()
         status, body = http("POST", f"{base}/v1/memory.set", {"memory_key": "greeting", "value": "hello"}, token)
         assert status == 201, body
@@ -116,6 +143,14 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         assert (status, logged["enabled"], logged["rows"][0]["query"]) == (200, True, "a greeting saying hello")
         health = http("GET", f"{base}/v1/health", token=token)[1]  # the demo token is an admin's
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
+
+        # docs/api.md's examples, in order (the last switch the org's model calls off): each answers, as shown.
+        examples = documented()
+        assert len(examples) >= 20 and sum(shown is not None for _, shown in examples) >= 18
+        for command, shown in examples:
+            output = paste(command, base, token)
+            assert output.startswith("{") and '"error":' not in output[:10], (command, output[:2000])
+            assert shown is None or shows(output, shown, spaced=True), (command, shown, output[:3000])
     finally:
         stop(process, log)
 
