@@ -249,6 +249,8 @@ class TextPairs(Typed):
         for index, pair in enumerate(data):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ValidationError({index: _type_error("a [text, text] pair").detail})
+            if pair[0] == pair[1]:
+                raise ValidationError({index: ["a pair of one text twice says nothing of the embedder"]})
             try:
                 pairs.append((text.to_internal_value(pair[0]), text.to_internal_value(pair[1])))
             except ValidationError as exc:
@@ -260,7 +262,7 @@ class TextPairs(Typed):
 
     def json_schema(self):
         text = String(max_chars=self.max_chars, allow_empty=False).json_schema()
-        pair = {"type": "array", "items": text, "minItems": 2, "maxItems": 2}
+        pair = {"type": "array", "items": text, "minItems": 2, "maxItems": 2, "uniqueItems": True}
         return {"type": "array", "items": pair, "minItems": self.min_items, "maxItems": self.max_items}
 
 

@@ -90,6 +90,11 @@ def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, al
         ({"similar": [["a", "b"]] * 5, "distractors": [["a"]] * 3}, "INVALID_TYPE", "distractors[0]"),
         ({"similar": [["a", "b"]] * 5}, "MISSING_FIELD", "distractors"),
         ({"similar": "a,b", "distractors": [["a", "b"]] * 3}, "INVALID_TYPE", "similar"),
+        (
+            {"similar": [["a", "b"]] * 5, "distractors": [["a", "b"], ["c", "c"], ["d", "e"]]},
+            "INVALID_VALUE",
+            "distractors[1]",
+        ),
     ],
 )
 def test_calibration_run_names_the_bad_field(backend, agent, body, code, field):

@@ -149,3 +149,37 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     assert ticks and all("+00:00" not in tick and "T" not in tick for tick in ticks), ticks
     page.screenshot(path=str(SHOTS / "recall-traces.png"), full_page=True)
     assert refused == [] and failed == []
+
+
+@pytest.fixture
+def strayed(local_embedder, operator):
+    """The operator's namespace calibrated from "distractors" that are paraphrases: its abstain gate lands far
+    above the model's (written before the browser starts: no ORM call beside Playwright's loop)."""
+    from django.core.management import call_command
+
+    from retrieval.gates import probe_corpora
+
+    call_command("recalibrate")
+    agent = operator["agent"]
+    similar = [list(pair) for pair in probe_corpora.QUESTION_FACT[:6]]
+    same = [list(pair) for pair in probe_corpora.PARAPHRASES[:4]]  # mislabelled: two wordings of one fact
+    assert agent.call("calibration.run", {"similar": similar, "distractors": same}, agent.token).status == 200
+    return operator
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_an_admin_reads_the_gates_sees_a_stray_one_and_recalibrates(strayed, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, strayed)
+    page.click("nav >> text=Calibration")
+    page.wait_for_selector(".chart .main-svg")
+    warning = page.inner_text(".banner.warn:has-text('far from the model')")
+    assert "default abstain" in warning  # the namespace's own gate, and the model's beside it
+    labels = [text.text_content() for text in page.locator(".chart .annotation-text").all()]
+    assert labels and {"min_similarity", "abstain"} <= {name for label in labels for name in label.split(" = ")}
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "recall-calibration.png"), full_page=True)
+
+    page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm asks before the probe
+    page.click("button:has-text('Recalibrate now')")
+    page.wait_for_selector(".banner.ok:has-text('Recalibrated local:minilm')")

@@ -307,8 +307,8 @@ def test_the_calibration_page_warns_of_a_namespace_gate_far_from_the_models(loca
     call_command("recalibrate")
     agent = Agent(call, alice.token("admin"))
     similar = [list(pair) for pair in probe_corpora.QUESTION_FACT[:6]]
-    # "Distractors" that are one text twice: the abstain gate lands past every real question's cosine.
-    same = [[text, text] for text, _ in probe_corpora.DISTRACTORS[:4]]
+    # "Distractors" that are paraphrases (mislabelled pairs): the abstain gate lands past most real questions' cosines.
+    same = [list(pair) for pair in probe_corpora.PARAPHRASES[:4]]  # mislabelled: two wordings of one fact
     assert agent.call("calibration.run", {"similar": similar, "distractors": same}, agent.token).status == 200
     page = operator_of(alice).get("/recall/calibration").content.decode()
     warning = page.split('class="banner warn" role="status"><strong>Gates far')[1].split("</div>")[0]
