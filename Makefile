@@ -9,7 +9,7 @@ PORT ?= 8000
 THREADS ?= 8
 WORKERS ?= 1
 
-.PHONY: run test client bench bench-quality clean
+.PHONY: run test client screenshots bench bench-quality clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ client: $(VENV)/.dev
 	$(BIN)/python manage.py spectacular --format openapi-json --file var/schema.json
 	$(BIN)/python client/codegen.py var/schema.json | $(BIN)/ruff format --stdin-filename _ops.py - \
 		> client/loom_recall/_ops.py
+
+# The browser tests, saving their screenshots into docs/ (the pictures the docs show).
+screenshots: $(VENV)/.dev
+	SCREENSHOTS_DIR=$(CURDIR)/docs $(BIN)/python -m pytest -n 0 -m browser
 
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py

@@ -1,6 +1,7 @@
 """The Recall Lab in a real headless Chromium (Debian's, driven by Playwright): log in, search, see the chart,
 compare two modes, switch an org's model calls off and see a search change. Screenshots go to test-output/."""
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -12,7 +13,9 @@ from tenancy.models import Membership
 from tests.conftest import Agent
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parent.parent / "test-output"
+# Screenshots: under test-output/ on every run; `make screenshots` writes docs/'s, which the docs show (not a LOOM_
+# variable: the test settings clear those).
+SHOTS = Path(os.environ.get("SCREENSHOTS_DIR") or Path(__file__).resolve().parent.parent / "test-output")
 # No background traffic: this machine's network is closed, and a refused connection is noise in every test.
 FLAGS = [
     "--headless",
@@ -65,6 +68,7 @@ def operator(transactional_db, alice, call, live_server, settings):
             "confidence": 1.0,
         },
     )
+    Agent(call, alice.token("admin"), namespace="archive").set({"memory_key": "old", "value": "an archived note"})
     return {"name": name, "password": password, "url": live_server.url, "agent": agent, "org": alice.name}
 
 
@@ -97,6 +101,8 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     page.wait_for_selector("table.hits tbody tr")
     page.wait_for_selector("#components-chart .main-svg")  # plotly drew the stacked components
     assert page.locator("table.hits tbody tr").first.inner_text().startswith("1\tdeploy.window")
+    # Keyword matches count the query's analysed terms (stemmed, stop words out): "when" and "do" are not words here.
+    assert "deploy.window 3 of 3 words" in page.inner_text("section.keywords")
     assert "query=when%20do%20production%20deploys%20run" in page.url  # the pushed URL is the shareable link
     assert "fake_embedder" in page.inner_text(".banner.warn")  # the health problems, on every page
     # A second search on the same page: the chart is drawn again with its layout (plotly's class kept).
@@ -125,6 +131,8 @@ def test_an_operator_searches_compares_and_switches_model_calls(browser, operato
     # A direct link to the memories list (the memory page's back link is one): the picker shows its namespace,
     # and each key shows its value.
     page.goto(f"{operator['url']}/recall/memories?org={operator['org']}&namespace=default")
+    assert page.locator("select[name=namespace] option:checked").inner_text() == "default"
+    page.goto(f"{operator['url']}/recall/memories")  # no namespace named: default, though "archive" sorts first
     assert page.locator("select[name=namespace] option:checked").inner_text() == "default"
     row = page.locator("table.hits tbody tr", has_text="deploy.rollback")
     assert row.locator(".excerpt").inner_text().startswith("to roll back a deploy, run kubectl rollout undo")
