@@ -350,7 +350,6 @@ class NamespaceRegister(OpView):
     request_serializer = inputs.NamespaceRegister
     response_serializer = outputs.NamespaceOut
     success = (201, 200)
-    refusals = ("INVALID_NAMESPACE",)
     example = {"namespace": "default", "text_capture": True, "description": "Customer facts and conversations"}
 
     def run(self, scope, data):
