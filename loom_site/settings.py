@@ -249,8 +249,8 @@ LOOM_REQUEST_MAX_BYTES = env.integer(
     doc="larger bodies get 413 `BODY_TOO_LARGE`",
     shown="37748736 (36 MiB)",
 )
-# Per-token rate limits (tenancy/limits.py): requests a minute (0: none) and the burst a token may spend at once;
-# each of LOOM_APP_PROCESSES app processes (make run sets it to WORKERS) allows its share.
+# Per-token rate limits (tenancy/limits.py): requests a minute (0: none) and the burst a token may spend at once,
+# shared by the app processes of a host.
 LOOM_RATE_LIMIT_PER_MINUTE = env.number(
     "LOOM_RATE_LIMIT_PER_MINUTE",
     60_000.0,
@@ -258,12 +258,6 @@ LOOM_RATE_LIMIT_PER_MINUTE = env.number(
     doc="requests a minute per token (0: no limit); past it 429 `RATE_LIMITED` with `Retry-After`",
 )
 LOOM_RATE_LIMIT_BURST = env.number("LOOM_RATE_LIMIT_BURST", 1000.0, minimum=1, doc="requests a token may spend at once")
-LOOM_APP_PROCESSES = env.integer(
-    "LOOM_APP_PROCESSES",
-    1,
-    minimum=1,
-    doc="app processes sharing the limits, each allowing its share (`make run` sets it to `WORKERS`)",
-)
 # GET /metrics (Prometheus) answers a scraper sending this as its Bearer token; unset, /metrics is off.
 LOOM_METRICS_TOKEN = env.string(
     "LOOM_METRICS_TOKEN",

@@ -1,15 +1,20 @@
 """Per-token rate limits: past its burst a token gets 429 RATE_LIMITED with Retry-After, until its bucket refills;
-other tokens are not slowed; the process's threads share one bucket per token."""
+other tokens are not slowed; the threads and app processes of a host share one bucket per token."""
 
 import json
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from retrieval.errors import Refusal
 from tenancy import limits
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -40,20 +45,57 @@ def test_past_its_burst_a_token_waits_as_retry_after_says_and_others_do_not(back
         time.sleep(0.02)
 
 
-def test_threads_share_a_tokens_bucket_and_processes_split_it(settings):
+def allowed(subject: str) -> bool:
+    try:
+        limits.check(subject)
+        return True
+    except Refusal:
+        return False
+
+
+def test_threads_share_a_tokens_bucket(settings):
     settings.LOOM_RATE_LIMIT_PER_MINUTE, settings.LOOM_RATE_LIMIT_BURST = 1, 10  # no refill to speak of
-
-    def allowed(subject: str) -> bool:
-        try:
-            limits.check(subject)
-            return True
-        except Refusal:
-            return False
-
     with ThreadPoolExecutor(8) as pool:
         assert sum(pool.map(allowed, ["token:shared"] * 40)) == 10
-    settings.LOOM_APP_PROCESSES = 2  # each of two workers allows half
-    assert sum(allowed("token:split") for _ in range(10)) == 5
+
+
+# Another app process of this host (a gunicorn worker): the same settings, the same var/ directory.
+OTHER = """
+import sys
+from pathlib import Path
+import django
+django.setup()
+from django.conf import settings
+from retrieval.errors import Refusal
+from tenancy import limits
+
+settings.VAR_DIR = Path(sys.argv[1])
+settings.LOOM_RATE_LIMIT_PER_MINUTE, settings.LOOM_RATE_LIMIT_BURST = 1, 10
+try:
+    limits.check(sys.argv[2])
+    print("allowed")
+except Refusal:
+    print("refused")
+"""
+
+
+def test_app_processes_share_a_tokens_bucket(settings):
+    settings.LOOM_RATE_LIMIT_PER_MINUTE, settings.LOOM_RATE_LIMIT_BURST = 1, 10
+    assert sum(allowed("token:everywhere") for _ in range(10)) == 10  # this process spends the burst...
+
+    def other_process(subject: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", OTHER, str(settings.VAR_DIR), subject],
+            cwd=ROOT,
+            env={"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.strip()
+
+    assert other_process("token:everywhere") == "refused"  # ...and the other process finds it spent
+    assert other_process("token:fresh") == "allowed"
 
 
 def test_no_limit_when_switched_off(alice, settings, db):
