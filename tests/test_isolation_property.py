@@ -12,11 +12,13 @@ import json
 import uuid
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tenancy.models import ApiToken
+from tenancy.models import ApiToken, Membership
 from tests.conftest import Tenant
 
 NAMESPACES = ("ops", "hr")
@@ -136,3 +138,48 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
             for name in NAMESPACES:
                 found = call("memory.get", {"namespace": name, "memory_key": body["memory_key"]}, tenant.token("admin"))
                 assert (found.status == 200) == (tenant is mine and name == namespace), (tenant.name, name)
+
+
+LAB_PAGES = (
+    ("/recall", {"query": "lighthouse maintenance schedule", "top_k": "50"}),
+    ("/recall/compare", {"query": "lighthouse maintenance schedule", "a_search_mode": "lexical"}),
+    ("/recall/memories", {}),
+    ("/recall/memories/{key}", {}),
+    ("/recall/traces", {}),
+    ("/recall/calibration", {}),
+    ("/recall/audit", {}),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    caller=st.integers(0, 1),
+    role=st.sampled_from(ROLES),
+    page=st.sampled_from(LAB_PAGES),
+    named_org=st.sampled_from(["own", "other", "unnamed"]),
+    namespace=st.sampled_from(NAMESPACES),
+    whose_key=st.sampled_from(["own", "other"]),
+)
+def test_a_dashboard_user_never_sees_outside_their_orgs(
+    backend, world, caller, role, page, named_org, namespace, whose_key
+):
+    """The Recall Lab's pages, to a member of one org asking for anything (another org by name, its keys): they
+    show that org's rows or nothing, never another's."""
+    mine, other = world[caller], world[1 - caller]
+    user = get_user_model().objects.create_user(f"lab-{uuid.uuid4().hex[:10]}", password="x")
+    Membership.objects.create(user=user, org=mine.org, role=role)
+    client = Client()
+    client.force_login(user)
+    path, query = page
+    owned_by = mine if whose_key == "own" else other
+    path = path.format(key=key(owned_by.name, namespace, 0))
+    query = {**query, "namespace": namespace}
+    if named_org != "unnamed":
+        query["org"] = (mine if named_org == "own" else other).name
+    answer = client.get(path, query)
+    assert answer.status_code in (200, 403, 404), (path, query, answer.status_code)
+    shown = answer.content.decode()  # a page may echo what was asked (a key naming its owner), never the rows
+    for name in NAMESPACES:
+        assert f"owned by {owner(other.name, name)}" not in shown, (path, query)
+    if answer.status_code == 200 and whose_key == "own" and path.startswith("/recall/memories/"):
+        assert f"owned by {owner(mine.name, namespace)}" in shown  # the user's own rows, shown
