@@ -242,6 +242,17 @@ def _no_provider_failures_from_earlier_tests():
 
 
 @pytest.fixture(autouse=True)
+def _no_provider_built_for_an_earlier_test():
+    """Each test's embedder and LLM are built from its own settings: a thread still serving an earlier test (a live
+    server's, a background worker's) may have built one from that test's settings after it forgot its own (CI once
+    ran a test against an LLM on a model server that had stopped)."""
+    from retrieval.providers import embedders, llm
+
+    embedders.get_embedder.cache_clear()
+    llm.forget()
+
+
+@pytest.fixture(autouse=True)
 def _no_identity_held_by_earlier_tests():
     """A gateway's refusal holds a job's calls for that identity; each test starts with none held."""
     from retrieval.providers import customer

@@ -76,3 +76,26 @@ def test_a_non_admin_reads_only_its_own_trace_rows_and_pages_back(backend, alice
     assert len(page["rows"]) == 2 and len(rest["rows"]) == 2
     assert rest["next_before"] is None  # an exactly full last page leads nowhere
     assert not {r["trace_id"] for r in page["rows"]} & {r["trace_id"] for r in rest["rows"]}
+
+
+def test_a_trace_row_is_read_only_by_a_token_that_may_read_every_namespace_its_search_did(
+    backend, alice, call, settings
+):
+    """A search fanned out (namespace_scope all_mine) is logged under the namespace it addressed, with keys from the
+    others. A token granted that namespace alone must not learn the others' keys from the log (the isolation
+    property found it: an admin scoped to ops read hr's keys in an ops trace row)."""
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    admin = alice.token("admin")
+    for namespace in ("ops", "hr"):
+        body = {"namespace": namespace, "memory_key": f"{namespace}.plan", "value": f"the {namespace} quarterly plan"}
+        assert call("memory.set", body, admin).status == 201
+    fanned = {"namespace": "ops", "query": "quarterly plan", "namespace_scope": "all_mine", "min_similarity": 0}
+    assert {hit["namespace"] for hit in call("memory.search", fanned, admin).json["hits"]} == {"ops", "hr"}
+    alone = {"namespace": "ops", "query": "quarterly plan", "min_similarity": 0}
+    assert call("memory.search", alone, admin).status == 200
+
+    everywhere = call("memory.search_trace_log", {"namespace": "ops"}, admin).json["rows"]
+    assert [sorted(row["keys"]) for row in everywhere] == [["ops.plan"], ["hr.plan", "ops.plan"]]
+    ops_only = alice.token("admin", namespaces=("ops",))
+    rows = call("memory.search_trace_log", {"namespace": "ops"}, ops_only).json["rows"]
+    assert [row["keys"] for row in rows] == [["ops.plan"]]  # the fanned-out search is not its to read

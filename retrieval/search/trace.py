@@ -1,7 +1,8 @@
 """The search trace log: one row per search when LOOM_SEARCH_TRACE_LOG_ENABLED, kept 180 days.
 
 The query text is stored only when the namespace consents to text capture.
-A non-admin reads only the rows its own calls wrote.
+A non-admin reads only the rows its own calls wrote; a token granted some namespaces reads only the rows of
+searches that read none beyond them (a fanned-out search's keys come from every namespace it read).
 """
 
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ def record(scope: Scope, request, result, op: str, run_id: str, text_capture: bo
             {
                 "org": scope.org,
                 "namespace": scope.namespace,
+                "namespaces_searched": result.namespaces_searched,
                 "created_at": datetime.now(UTC),
                 "trace_id": result.trace_id,
                 "op": op,
@@ -43,10 +45,12 @@ def record(scope: Scope, request, result, op: str, run_id: str, text_capture: bo
     )
 
 
-# The filters every reader of the log shares; a non-admin's `caller` is its own subject.
+# The filters every reader of the log shares; a non-admin's `caller` is its own subject, and a token granted some
+# namespaces (`scoped`) reads the searches of those alone.
 _FILTER = """
     org = {org:String} AND namespace = {namespace:String}
     AND ({caller:Nullable(String)} IS NULL OR caller = {caller:Nullable(String)})
+    AND (NOT {scoped:Bool} OR hasAll({readable:Array(String)}, namespaces_searched))
     AND ({since:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at >= {since:Nullable(DateTime64(3, 'UTC'))})
     AND ({until:Nullable(DateTime64(3, 'UTC'))} IS NULL OR created_at < {until:Nullable(DateTime64(3, 'UTC'))})
     AND ({op:Nullable(String)} IS NULL OR op = {op:Nullable(String)})
@@ -61,6 +65,8 @@ def _params(scope: Scope, since, until, op, abstain, risk, **more) -> dict:
         "org": scope.org,
         "namespace": scope.namespace,
         "caller": mine,
+        "scoped": scope.namespaces is not None,
+        "readable": sorted(scope.namespaces or ()),
         "since": since,
         "until": until,
         "op": op,
