@@ -277,6 +277,20 @@ READ_SCOPE_RULES = tuple(
 )
 
 
+def read_scope_needs(data: dict) -> dict:
+    """The request's own read_scope names whose rows it reads: it needs that user (and session), whatever else the
+    request is (a page of a parked result too). The token's read_scope is held to the same when the search runs
+    (retrieval/search/reach.py)."""
+    asked = data.get("read_scope")
+    needs = {"own_user": ("user_id",), "own_session": ("user_id", "session_id")}.get(asked, ())
+    for name in needs:
+        if data.get(name) in (None, "", "-"):
+            raise ValidationError(
+                {name: [ErrorDetail(f"read_scope {asked} needs the request's {name}", code="required")]}
+            )
+    return data
+
+
 class MemorySearch(OpInput):
     query = String(required=False, max_chars=4000, allow_empty=False, help_text="Required unless page is set.")
     top_k = Integer(min_value=1, max_value=500, required=False, help_text="Window size, default 5.")
@@ -336,7 +350,7 @@ class MemorySearch(OpInput):
     def validate(self, data):
         if "query" not in data and "page" not in data:
             raise ValidationError({"query": [ErrorDetail("this field is required (or send page)", code="required")]})
-        return data
+        return read_scope_needs(data)
 
 
 class MemorySearchTrace(MemorySearch):
@@ -346,7 +360,7 @@ class MemorySearchTrace(MemorySearch):
     rules = READ_SCOPE_RULES
 
     def validate(self, data):
-        return data
+        return read_scope_needs(data)
 
 
 class RecentMessage(Strict):
@@ -387,7 +401,7 @@ class MemoryAsk(MemorySearch):
     rules = READ_SCOPE_RULES  # query is required
 
     def validate(self, data):
-        return data
+        return read_scope_needs(data)
 
 
 class MemoryOutcome(OpInput):

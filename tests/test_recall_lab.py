@@ -442,7 +442,8 @@ def test_a_lab_search_reaches_the_provider_as_its_org_and_is_costed(
     rows = clickhouse.query_rows(
         "SELECT op, embedding_calls FROM agent_events WHERE org = {org:String}", {"org": alice.name}
     )
-    assert ("recall.lab", 1) in rows
+    # At least the query's embedding; a first search of the model may also probe its calibration, as the org's call.
+    assert any(op == "recall.lab" and calls >= 1 for op, calls in rows), rows
 
 
 def test_a_bad_field_gets_the_code_rest_gives_it(backend, alice, filled, call):

@@ -38,6 +38,8 @@ CASES = [
     ({"query": "q", "colour": "red"}, "UNKNOWN_FIELD", "colour"),
     ({"query": "q", "read_scope": "own_user"}, "MISSING_FIELD", "user_id"),
     ({"query": "q", "read_scope": "own_session", "user_id": "u"}, "MISSING_FIELD", "session_id"),
+    # A page of a parked result too (the fuzz run found it answered 200 without the user).
+    ({"page": "p", "read_scope": "own_session"}, "MISSING_FIELD", "user_id"),
 ]
 
 
