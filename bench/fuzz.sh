@@ -3,4 +3,4 @@
 #     bench/fuzz.sh [N]
 set -e
 cd "$(dirname "$0")/.."
-LOOM_FUZZ_EXAMPLES="${1:-300}" exec .venv/bin/python -m pytest -q -n 0 -p no:cacheprovider tests/test_api_fuzz.py
+FUZZ_EXAMPLES="${1:-300}" exec .venv/bin/python -m pytest -q -n 0 -p no:cacheprovider tests/test_api_fuzz.py
