@@ -1,9 +1,12 @@
 """Request serializers, one per op: strict, every unknown field refused by name."""
 
+import re
+
 from django.conf import settings
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
+from memories.errors import refusal_of
 from memories.fields import (
     Boolean,
     Choice,
@@ -19,6 +22,8 @@ from memories.fields import (
     Triples,
 )
 from retrieval import options
+from retrieval.errors import Refusal
+from retrieval.evaluation import sets
 from retrieval.ingest import sensitivity
 from retrieval.ingest.write import MEMORY_TYPES, SOURCE_CLASSES
 from retrieval.search import rerank
@@ -26,6 +31,8 @@ from tenancy.models import NAME_PATTERN, NAME_RULE
 
 MAX_BATCH = 500
 MAX_BULK_KEYS = 1000
+MAX_EVAL_QUESTIONS = 5000
+MAX_EVAL_CONFIGS = 4
 
 
 class Strict(serializers.Serializer):
@@ -96,14 +103,14 @@ class Batch(serializers.ListSerializer):
     """A write batch: 1 to MAX_BATCH items, none naming the same thing twice (`identity`, reported on `field`).
     Its size is checked before any item, so an oversized batch hears TOO_MANY_ITEMS, not its first bad item."""
 
-    def __init__(self, *, noun: str, field: str, identity=None, **kwargs):
-        self.noun, self.identity_field = noun, field
+    def __init__(self, *, noun: str, field: str, identity=None, limit: int = MAX_BATCH, **kwargs):
+        self.noun, self.identity_field, self.limit = noun, field, limit
         self.identity = identity or (lambda item: item[field])
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        if isinstance(data, list) and len(data) > MAX_BATCH:
-            raise ValidationError(f"at most {MAX_BATCH} {self.noun} per call (got {len(data)})", code="too_many_items")
+        if isinstance(data, list) and len(data) > self.limit:
+            raise ValidationError(f"at most {self.limit} {self.noun} per call (got {len(data)})", code="too_many_items")
         if isinstance(data, list) and not data:
             raise ValidationError("must hold at least one item", code="empty")
         items = super().to_internal_value(data)
@@ -291,14 +298,19 @@ def read_scope_needs(data: dict) -> dict:
     return data
 
 
-class MemorySearch(OpInput):
-    query = String(required=False, max_chars=4000, allow_empty=False, help_text="Required unless page is set.")
-    top_k = Integer(min_value=1, max_value=500, required=False, help_text="Window size, default 5.")
+class HowToSearch(serializers.Serializer):
+    """The fields that choose how a search runs: a memory.search's, and an evaluation's configuration's."""
+
     search_mode = Choice(options.SEARCH_MODES, required=False)
     recipe = Choice(tuple(options.RECIPES), required=False)
     retrieval_budget = Choice(options.BUDGETS, required=False)
     alpha = Number(min_value=0, max_value=1, required=False)
     hyde = Boolean(required=False)
+
+
+class MemorySearch(OpInput, HowToSearch):
+    query = String(required=False, max_chars=4000, allow_empty=False, help_text="Required unless page is set.")
+    top_k = Integer(min_value=1, max_value=500, required=False, help_text="Window size, default 5.")
     agent = String(max_chars=128, default="*", help_text="'*' (default) reads every writer.")
     memory_type = Choice(MEMORY_TYPES, required=False, help_text="Unset: every type but reflection.")
     tags = StringList(max_items=64, max_chars=128, default=list, help_text="OR filter.")
@@ -487,3 +499,93 @@ class CalibrationRun(OpInput):
         help_text="Two wordings of one fact: the write gates (conflict, duplicate). Without them the write gates "
         "stay with the cluster calibration.",
     )
+
+
+class EvalQuestion(Strict):
+    id = String(
+        required=False, max_chars=256, plain=True, allow_empty=False, help_text="Default: its line number, from 1."
+    )
+    question = String(max_chars=4000, allow_empty=False)
+    gold_keys = KeyList(limit=100, default=list, help_text="The memory keys that answer it.")
+    should_abstain = Boolean(default=False, help_text="Memory does not hold the answer: a good search abstains.")
+    category = String(max_chars=128, plain=True, default="", help_text="Metrics are also reported per category.")
+    answer = String(max_chars=4000, default="", help_text="A reference answer, kept with the question.")
+
+    rules = (
+        {
+            "if": {"not": {"required": ["should_abstain"], "properties": {"should_abstain": {"const": True}}}},
+            "then": {"required": ["gold_keys"], "properties": {"gold_keys": {"minItems": 1}}},
+        },
+    )
+
+    def validate(self, data):
+        if not data["gold_keys"] and not data["should_abstain"]:
+            raise ValidationError(
+                {"gold_keys": [ErrorDetail("name the keys that answer it, or set should_abstain", code="required")]}
+            )
+        return data
+
+
+class EvalSetUpload(OpInput):
+    set_name = String(max_chars=128, plain=True, allow_empty=False, help_text="Uploading a name again adds a version.")
+    questions = Batch(
+        child=EvalQuestion(),
+        noun="questions",
+        field="id",
+        identity=lambda item: item.get("id") or object(),
+        limit=MAX_EVAL_QUESTIONS,
+    )
+
+
+def eval_questions_from_jsonl(set_name: str, text: str) -> list[dict]:
+    """A JSONL file's questions checked as eval.set_upload checks them (the Lab's form and `loom_eval upload`); a
+    refusal names the file's line."""
+    items, lines = sets.read_jsonl(text)
+    serializer = EvalSetUpload(data={"set_name": set_name, "questions": items})
+    if serializer.is_valid():
+        return [dict(item) for item in serializer.validated_data["questions"]]
+    refusal = refusal_of(ValidationError(serializer.errors))
+    found = re.match(r"questions\[(\d+)\]\.?(.*)", refusal.field or "")
+    if not found:
+        raise refusal
+    line, field = lines[int(found[1])], found[2]
+    message = refusal.message.split(": ", 1)[-1]
+    raise Refusal(refusal.code, f"line {line}: {field or 'the question'}: {message}", field or None, line=line)
+
+
+class EvalConfig(Strict, HowToSearch):
+    """A configuration to measure: a name and the memory.search fields it sets (the rest as a search leaves them)."""
+
+    name = String(max_chars=64, plain=True, allow_empty=False)
+    top_k = Integer(min_value=1, max_value=100, required=False, help_text="Default 20 (recall@20 needs 20 hits).")
+    min_similarity = Number(min_value=0, max_value=1, required=False)
+    floor_mode = Choice(options.FLOOR_MODES, required=False)
+    rerank = Reranker(allow_empty=False, required=False)
+    include_duplicates = Boolean(required=False)
+    personalization = Choice(("default", "none"), required=False)
+
+
+class EvalRun(OpInput):
+    set_name = String(max_chars=128, plain=True, allow_empty=False)
+    version = Integer(min_value=1, max_value=2**32 - 1, required=False, help_text="Default: the set's latest.")
+    configs = Batch(
+        child=EvalConfig(),
+        noun="configurations",
+        field="name",
+        limit=MAX_EVAL_CONFIGS,
+        required=False,
+        help_text="Default: one, named default, that sets nothing.",
+    )
+
+
+class EvalRunGet(OpInput):
+    run_id = String(max_chars=64, required=False, help_text="Default: the namespace's latest run (of set_name).")
+    set_name = String(max_chars=128, required=False)
+    a = String(max_chars=64, required=False, help_text="Wins and losses of b against a; default the first two.")
+    b = String(max_chars=64, required=False)
+
+
+class EvalRunList(OpInput):
+    set_name = String(max_chars=128, required=False)
+    limit = Integer(min_value=1, max_value=500, default=50)
+    before = String(max_chars=64, required=False, help_text="run_id of the last run of the previous page")

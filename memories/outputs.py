@@ -515,3 +515,56 @@ class RelatedRowOut(MemoryOut):
 class RelatedOut(serializers.Serializer):
     results = RelatedRowOut(many=True)
     reason = serializers.CharField(allow_null=True, help_text="source_has_no_entities or source_not_found when empty.")
+
+
+class EvalSetOut(serializers.Serializer):
+    set_name = serializers.CharField()
+    version = serializers.IntegerField(help_text="Each upload of a name is its next version; runs name theirs.")
+    questions = serializers.IntegerField()
+    uploaded_at = serializers.DateTimeField()
+
+
+class EvalSetRowOut(EvalSetOut):
+    should_abstain = serializers.IntegerField(help_text="How many of its questions should abstain.")
+    uploaded_by = serializers.CharField()
+
+
+class EvalSetListOut(serializers.Serializer):
+    sets = EvalSetRowOut(many=True, help_text="Each set at its latest version, by name.")
+
+
+class EvalRunOut(serializers.Serializer):
+    run_id = serializers.CharField(help_text="Sorts by start time.")
+    set_name = serializers.CharField()
+    set_version = serializers.IntegerField()
+    configs = serializers.ListField(child=serializers.DictField(), help_text="The configurations, as sent.")
+    total = serializers.IntegerField(help_text="Searches: questions x configurations.")
+    status = serializers.ChoiceField(choices=["running", "done", "failed"])
+    error = serializers.CharField(allow_blank=True)
+    started_from = serializers.ChoiceField(choices=["api", "lab", "cli", "schedule"])
+    started_by = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    summary = serializers.DictField(
+        allow_null=True,
+        help_text="Once done, per configuration: metrics (recall@1/5/10/20, hit@1/5/10, mrr, abstain_rate, "
+        "false_abstain), their 95% bootstrap intervals, latency_ms p50/p95, cost_usd, abstain_codes, counts.",
+    )
+
+
+class EvalRunListOut(serializers.Serializer):
+    runs = EvalRunOut(many=True, help_text="Newest first.")
+    next_before = serializers.CharField(allow_null=True, help_text="Send as before for the next page; null: no more.")
+
+
+class EvalReportOut(EvalRunOut):
+    progress = serializers.DictField(child=serializers.IntegerField(), help_text="done and total searches.")
+    results = serializers.DictField(
+        help_text="Per configuration, so far: what summary holds, and by_category (recall@10, hit@10, mrr, "
+        "abstain_rate, false_abstain, questions)."
+    )
+    wins_losses = serializers.DictField(
+        allow_null=True,
+        help_text="Once both have answered every question: b against a, with wins, losses, ties and a row per "
+        "question they differ on (losses first).",
+    )

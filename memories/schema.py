@@ -12,7 +12,6 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework.exceptions import ValidationError
 
 from memories import outputs
-from memories.inputs import MAX_BATCH
 from retrieval.errors import STATUS
 
 # What any op may answer, whatever it does: the body, the token, the caller's rights, the input, the engine.
@@ -72,10 +71,10 @@ class BatchSchema(OpenApiSerializerFieldExtension):
 
     def map_serializer_field(self, auto_schema, direction):
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        return {**schema, "minItems": 1, "maxItems": MAX_BATCH}
+        return {**schema, "minItems": 1, "maxItems": self.target.limit}
 
 
-SUCCESS = {200: "Done", 201: "Done; something was created"}
+SUCCESS = {200: "Done", 201: "Done; something was created", 202: "Accepted: it goes on; poll for its progress"}
 
 
 def refusals_by_status(codes) -> dict[int, list[str]]:

@@ -19,6 +19,7 @@ from memories.errors import error_response, refusal_of
 from memories.schema import EMBEDS, OpSchema
 from retrieval import caching, health
 from retrieval.errors import Refusal
+from retrieval.evaluation import runs, sets
 from retrieval.gates import calibration, thresholds
 from retrieval.ingest import digests, entities, records, write
 from retrieval.providers import costs, customer
@@ -480,6 +481,107 @@ class CalibrationRun(OpView):
         calibration.keep_pairs(scope.org, scope.namespace, *pairs)
         caching.forget_all()
         return self.answer(thresholds.report(scope.org, scope.namespace))
+
+
+class EvalSetUpload(OpView):
+    """Upload a labelled question set: each question with the keys that answer it, or should_abstain. A name
+    uploaded again becomes its next version."""
+
+    op = "eval.set_upload"
+    role = Role.ADMIN
+    request_serializer = inputs.EvalSetUpload
+    response_serializer = outputs.EvalSetOut
+    success = (201,)
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM")
+    example = {
+        "set_name": "support-faq",
+        "questions": [
+            {
+                "id": "q1",
+                "question": "Who is the Acme contact for the renewal?",
+                "gold_keys": ["customer.acme.contact"],
+            },
+            {"id": "q2", "question": "What is the capital of Mongolia?", "should_abstain": True},
+        ],
+    }
+
+    def run(self, scope, data):
+        uploaded = sets.upload(scope, data["set_name"], [dict(item) for item in data["questions"]])
+        audit.record(
+            scope.org,
+            scope.subject,
+            self.op,
+            scope.namespace,
+            {k: uploaded[k] for k in ("set_name", "version", "questions")},
+        )
+        return self.answer(uploaded, status=201)
+
+
+class EvalSetList(OpView):
+    """The namespace's question sets, each at its latest version."""
+
+    op = "eval.set_list"
+    response_serializer = outputs.EvalSetListOut
+
+    def run(self, scope, data):
+        return self.answer({"sets": sets.listed(scope)})
+
+
+class EvalRun(OpView):
+    """Search every question of a set under each configuration (up to 4), as memory.search would; answers at once
+    with the run, which goes on: poll eval.run_get for its progress and metrics."""
+
+    op = "eval.run"
+    role = Role.ADMIN
+    request_serializer = inputs.EvalRun
+    response_serializer = outputs.EvalRunOut
+    success = (202,)
+    refusals = ("EVAL_SET_NOT_FOUND", "TOO_MANY_ITEMS", "DUPLICATE_ITEM")
+    example = {
+        "set_name": "support-faq",
+        "configs": [{"name": "hybrid"}, {"name": "semantic", "search_mode": "semantic"}],
+    }
+
+    def run(self, scope, data):
+        configs = [dict(config) for config in data.get("configs") or [{"name": "default"}]]
+        started = runs.start(scope, data["set_name"], configs, data.get("version"))
+        audit.record(
+            scope.org,
+            scope.subject,
+            self.op,
+            scope.namespace,
+            {"run_id": started["run_id"], "set_name": data["set_name"]},
+        )
+        return self.answer(started, status=202)
+
+
+class EvalRunGet(OpView):
+    """A run's progress and, per configuration, recall@k, MRR, hit@k, abstain rates, latency and cost with 95%
+    intervals, per category too, and the questions two configurations differ on."""
+
+    op = "eval.run_get"
+    request_serializer = inputs.EvalRunGet
+    response_serializer = outputs.EvalReportOut
+    refusals = ("EVAL_RUN_NOT_FOUND", "EVAL_SET_NOT_FOUND")
+    example = {"set_name": "support-faq"}
+
+    def run(self, scope, data):
+        return self.answer(runs.report(scope, **data))
+
+
+class EvalRunList(OpView):
+    """The namespace's runs, newest first, each with its metrics once done: a set's history over time."""
+
+    op = "eval.run_list"
+    request_serializer = inputs.EvalRunList
+    response_serializer = outputs.EvalRunListOut
+    example = {"set_name": "support-faq"}
+
+    def run(self, scope, data):
+        found = runs.listed(scope, data.get("set_name"), data["limit"] + 1, data.get("before"))
+        more = len(found) > data["limit"]
+        found = found[: data["limit"]]
+        return self.answer({"runs": found, "next_before": found[-1]["run_id"] if more else None})
 
 
 class OrgOpView(OpView):

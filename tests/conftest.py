@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from retrieval import caching
+from retrieval.evaluation import runs
 from retrieval.store import clickhouse, cluster, schema
 from tenancy.models import ApiToken, Org
 from tenancy.roles import Role
@@ -57,6 +58,7 @@ def backend(request):
         schema.apply()
         _migrated.add(clickhouse.target())
     yield request.param
+    clickhouse.flush_later()  # the test's usage rows reach its engine while it still runs (the server may stop next)
     clickhouse.use(previous)
 
 
@@ -258,6 +260,13 @@ def _no_identity_held_by_earlier_tests():
     from retrieval.providers import customer
 
     customer.forget_holds()
+
+
+@pytest.fixture(autouse=True)
+def _no_evaluation_run_outlives_its_test():
+    """A run an op started in the background ends within the test, on the engine the test gave it."""
+    yield
+    runs.join(timeout=60)
 
 
 @pytest.fixture(autouse=True)

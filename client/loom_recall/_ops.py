@@ -146,6 +146,124 @@ class ErrorOut(TypedDict):
     error: RefusalOut
 
 
+class EvalConfig(TypedDict):
+    """A configuration to measure: a name and the memory.search fields it sets (the rest as a search leaves them)."""
+
+    search_mode: NotRequired[
+        Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
+    ]
+    recipe: NotRequired[Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]]
+    retrieval_budget: NotRequired[Literal["fast", "standard", "deep"]]
+    alpha: NotRequired[float]
+    hyde: NotRequired[bool]
+    name: str
+    top_k: NotRequired[int]
+    min_similarity: NotRequired[float]
+    floor_mode: NotRequired[Literal["readmit", "ids_only", "drop"]]
+    rerank: NotRequired[str]
+    include_duplicates: NotRequired[bool]
+    personalization: NotRequired[Literal["default", "none"]]
+
+
+class EvalQuestion(TypedDict):
+    id: NotRequired[str]
+    question: str
+    gold_keys: NotRequired[list[str]]
+    should_abstain: NotRequired[bool]
+    category: NotRequired[str]
+    answer: NotRequired[str]
+
+
+class EvalReportOut(TypedDict):
+    run_id: str
+    set_name: str
+    set_version: int
+    configs: list[dict[str, Any]]
+    total: int
+    status: Literal["running", "done", "failed"]
+    error: str
+    started_from: Literal["api", "lab", "cli", "schedule"]
+    started_by: str
+    started_at: str
+    updated_at: str
+    summary: dict[str, Any] | None
+    progress: dict[str, int]
+    results: dict[str, Any]
+    wins_losses: dict[str, Any] | None
+
+
+class EvalRun(TypedDict, total=False):
+    org: str
+    namespace: str
+    set_name: Required[str]
+    version: int
+    configs: list[EvalConfig]
+
+
+class EvalRunGet(TypedDict, total=False):
+    org: str
+    namespace: str
+    run_id: str
+    set_name: str
+    a: str
+    b: str
+
+
+class EvalRunList(TypedDict, total=False):
+    org: str
+    namespace: str
+    set_name: str
+    limit: int
+    before: str
+
+
+class EvalRunListOut(TypedDict):
+    runs: list[EvalRunOut]
+    next_before: str | None
+
+
+class EvalRunOut(TypedDict):
+    run_id: str
+    set_name: str
+    set_version: int
+    configs: list[dict[str, Any]]
+    total: int
+    status: Literal["running", "done", "failed"]
+    error: str
+    started_from: Literal["api", "lab", "cli", "schedule"]
+    started_by: str
+    started_at: str
+    updated_at: str
+    summary: dict[str, Any] | None
+
+
+class EvalSetListOut(TypedDict):
+    sets: list[EvalSetRowOut]
+
+
+class EvalSetOut(TypedDict):
+    set_name: str
+    version: int
+    questions: int
+    uploaded_at: str
+
+
+class EvalSetRowOut(TypedDict):
+    set_name: str
+    version: int
+    questions: int
+    uploaded_at: str
+    should_abstain: int
+    uploaded_by: str
+
+
+class EvalSetUpload(TypedDict, total=False):
+    org: str
+    namespace: str
+    set_name: Required[str]
+    questions: Required[list[EvalQuestion]]
+
+
 class HealthOut(TypedDict):
     """`status` for anyone; the rest for an admin token."""
 
@@ -173,13 +291,13 @@ class MemoryAsk(TypedDict, total=False):
 
     org: str
     namespace: str
-    query: Required[str]
-    top_k: int
     search_mode: Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
     recipe: Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]
     retrieval_budget: Literal["fast", "standard", "deep"]
     alpha: float
     hyde: bool
+    query: Required[str]
+    top_k: int
     agent: str
     memory_type: Literal["fact", "preference", "event", "observation", "instruction", "turn", "reflection"]
     tags: list[str]
@@ -365,13 +483,13 @@ class MemoryRelated(TypedDict, total=False):
 class MemorySearch(TypedDict, total=False):
     org: str
     namespace: str
-    query: str
-    top_k: int
     search_mode: Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
     recipe: Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]
     retrieval_budget: Literal["fast", "standard", "deep"]
     alpha: float
     hyde: bool
+    query: str
+    top_k: int
     agent: str
     memory_type: Literal["fact", "preference", "event", "observation", "instruction", "turn", "reflection"]
     tags: list[str]
@@ -413,13 +531,13 @@ class MemorySearchTrace(TypedDict, total=False):
 
     org: str
     namespace: str
-    query: Required[str]
-    top_k: int
     search_mode: Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
     recipe: Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]
     retrieval_budget: Literal["fast", "standard", "deep"]
     alpha: float
     hyde: bool
+    query: Required[str]
+    top_k: int
     agent: str
     memory_type: Literal["fact", "preference", "event", "observation", "instruction", "turn", "reflection"]
     tags: list[str]
@@ -626,6 +744,8 @@ class RefusalOut(TypedDict):
         "DUPLICATE_ITEM",
         "EMBEDDER_UNAVAILABLE",
         "EMBED_TIMEOUT",
+        "EVAL_RUN_NOT_FOUND",
+        "EVAL_SET_NOT_FOUND",
         "INTERNAL_ERROR",
         "INVALID_CURSOR",
         "INVALID_KEY",
@@ -912,6 +1032,11 @@ IN_NAMESPACE = frozenset(
         "calibration.run",
         "entity_summary.delete",
         "entity_summary.set",
+        "eval.run",
+        "eval.run_get",
+        "eval.run_list",
+        "eval.set_list",
+        "eval.set_upload",
         "memory.ask",
         "memory.bulk_get",
         "memory.delete",
@@ -1031,6 +1156,26 @@ class Ops:
         """calibration.run: Calibrate the namespace's gates from its own labelled pairs (a real embedder only)."""
         return self._op("calibration.run", dict(body))
 
+    def eval_set_upload(self, **body: Unpack[EvalSetUpload]) -> EvalSetOut:
+        """eval.set_upload: Upload a labelled question set: each question with the keys that answer it, or should_abstain. A name…"""
+        return self._op("eval.set_upload", dict(body))
+
+    def eval_set_list(self, **body: Unpack[OpInput]) -> EvalSetListOut:
+        """eval.set_list: The namespace's question sets, each at its latest version."""
+        return self._op("eval.set_list", dict(body))
+
+    def eval_run(self, **body: Unpack[EvalRun]) -> EvalRunOut:
+        """eval.run: Search every question of a set under each configuration (up to 4), as memory.search would; answers at once…"""
+        return self._op("eval.run", dict(body))
+
+    def eval_run_get(self, **body: Unpack[EvalRunGet]) -> EvalReportOut:
+        """eval.run_get: A run's progress and, per configuration, recall@k, MRR, hit@k, abstain rates, latency and cost with 95%…"""
+        return self._op("eval.run_get", dict(body))
+
+    def eval_run_list(self, **body: Unpack[EvalRunList]) -> EvalRunListOut:
+        """eval.run_list: The namespace's runs, newest first, each with its metrics once done: a set's history over time."""
+        return self._op("eval.run_list", dict(body))
+
     def org_set_model_calls(self, **body: Unpack[OrgSetModelCalls]) -> ModelCallsOut:
         """org.set_model_calls: Switch the org's model calls off or on; off, nothing model-made reaches the org."""
         return self._op("org.set_model_calls", dict(body))
@@ -1137,6 +1282,26 @@ class AsyncOps:
     async def calibration_run(self, **body: Unpack[CalibrationRun]) -> CalibrationOut:
         """calibration.run: Calibrate the namespace's gates from its own labelled pairs (a real embedder only)."""
         return await self._op("calibration.run", dict(body))
+
+    async def eval_set_upload(self, **body: Unpack[EvalSetUpload]) -> EvalSetOut:
+        """eval.set_upload: Upload a labelled question set: each question with the keys that answer it, or should_abstain. A name…"""
+        return await self._op("eval.set_upload", dict(body))
+
+    async def eval_set_list(self, **body: Unpack[OpInput]) -> EvalSetListOut:
+        """eval.set_list: The namespace's question sets, each at its latest version."""
+        return await self._op("eval.set_list", dict(body))
+
+    async def eval_run(self, **body: Unpack[EvalRun]) -> EvalRunOut:
+        """eval.run: Search every question of a set under each configuration (up to 4), as memory.search would; answers at once…"""
+        return await self._op("eval.run", dict(body))
+
+    async def eval_run_get(self, **body: Unpack[EvalRunGet]) -> EvalReportOut:
+        """eval.run_get: A run's progress and, per configuration, recall@k, MRR, hit@k, abstain rates, latency and cost with 95%…"""
+        return await self._op("eval.run_get", dict(body))
+
+    async def eval_run_list(self, **body: Unpack[EvalRunList]) -> EvalRunListOut:
+        """eval.run_list: The namespace's runs, newest first, each with its metrics once done: a set's history over time."""
+        return await self._op("eval.run_list", dict(body))
 
     async def org_set_model_calls(self, **body: Unpack[OrgSetModelCalls]) -> ModelCallsOut:
         """org.set_model_calls: Switch the org's model calls off or on; off, nothing model-made reaches the org."""
