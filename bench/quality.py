@@ -25,7 +25,10 @@ Reported:
 - with `--digests`: the split's sessions.jsonl written through session_summary.set after the rest, and the
   default search measured again per digest-descent weight, per category and per conversation;
 - `default`: what a request that names no mode gets (LOOM_MEMORY_SEARCH_DEFAULT_MODE
-  and _ALPHA of this process: `make run` ships hybrid).
+  and _ALPHA of this process: `make run` ships hybrid);
+- with `--eval-sets`: each conversation's questions uploaded as the question set `locomo` of its namespace and run
+  by the product's evaluation (retrieval/evaluation, what eval.run and `loom_eval` do) under the same
+  configuration as `default` (top_k 20, fast budget): its recall@10 beside this script's, per conversation.
 Baseline in the same run: plain BM25 (k1 1.2, b 0.75, lowercase word tokens,
 no stemming) over the same turns, in Python.
 """
@@ -56,6 +59,7 @@ django.setup()
 from django.conf import settings
 
 from retrieval import caching, knobs, options
+from retrieval.evaluation import runs, sets
 from retrieval.gates import calibration, thresholds
 from retrieval.ingest import digests, write
 from retrieval.providers.embedders import get_embedder
@@ -171,6 +175,10 @@ def main():
     parser.add_argument("--modes", nargs="*", default=list(options.SEARCH_MODES))
     parser.add_argument("--alphas", nargs="+", type=float, default=[0.15, 0.25, 0.35, 0.5])
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--convs", nargs="+", help="only these conversations (default: every one)")
+    parser.add_argument(
+        "--eval-sets", action="store_true", help="also run the questions as question sets through the evaluation"
+    )
     parser.add_argument(
         "--digest-sessions", nargs="+", type=int, help="with --digests: the numbers of nearest digests to try"
     )
@@ -186,6 +194,9 @@ def main():
     data = Path(args.data)
     memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
     queries = [json.loads(line) for line in (data / "queries.jsonl").open()]
+    if args.convs:
+        memories = [m for m in memories if m["conv"] in args.convs]
+        queries = [q for q in queries if q["conv"] in args.convs]
     convs = sorted({q["conv"] for q in queries})
     schema.apply()
     embedder = get_embedder()
@@ -271,8 +282,38 @@ def main():
             f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
             f"   ({len(held_queries)} questions)"
         )
+    if args.eval_sets:
+        through_evaluation(queries, convs, default)
     if args.digests is not None:
         with_digests(data, queries, convs, default, args.digests, args.digest_sessions, searcher, args.resamples)
+
+
+def through_evaluation(queries, convs, default: "Answers") -> None:
+    """Each conversation's questions as a question set, run by the product's evaluation under `default`'s
+    configuration: the same search(), so the same recall@10."""
+    config = {"name": "default", "top_k": 20, "retrieval_budget": "fast"}
+    print("\nthe product's evaluation (question set locomo per conversation, eval.run), against this script's default")
+    print(f"{'conversation':<14}{'questions':>10}{'R@10 eval':>11}{'R@10 bench':>12}{'abstain c0+5':>14}")
+    for conv in convs:
+        scope = scope_for(conv)
+        questions = [
+            {
+                "id": q["qid"],
+                "question": q["question"],
+                "gold_keys": q["gold_keys"],
+                "should_abstain": q["should_abstain"],
+                "category": str(q["category"]),
+            }
+            for q in queries
+            if q["conv"] == conv
+        ]
+        sets.upload(scope, "locomo", questions)
+        run = runs.start(scope, "locomo", [config], started_from="cli", wait=True)
+        measured = runs.report(scope, run["run_id"])["results"]["default"]["metrics"]
+        print(
+            f"{conv:<14}{len(questions):>10}{measured['recall@10']:>11.3f}{mean(default.recall(10, {conv})):>12.3f}"
+            f"{measured['abstain_rate']:>14.3f}"
+        )
 
 
 def with_digests(data, queries, convs, without: "Answers", weights, nearest_counts, searcher, resamples):
