@@ -507,13 +507,6 @@ class EvalSetUpload(OpView):
 
     def run(self, scope, data):
         uploaded = sets.upload(scope, data["set_name"], [dict(item) for item in data["questions"]])
-        audit.record(
-            scope.org,
-            scope.subject,
-            self.op,
-            scope.namespace,
-            {k: uploaded[k] for k in ("set_name", "version", "questions")},
-        )
         return self.answer(uploaded, status=201)
 
 
@@ -544,15 +537,7 @@ class EvalRun(OpView):
 
     def run(self, scope, data):
         configs = [dict(config) for config in data.get("configs") or [{"name": "default"}]]
-        started = runs.start(scope, data["set_name"], configs, data.get("version"))
-        audit.record(
-            scope.org,
-            scope.subject,
-            self.op,
-            scope.namespace,
-            {"run_id": started["run_id"], "set_name": data["set_name"]},
-        )
-        return self.answer(started, status=202)
+        return self.answer(runs.start(scope, data["set_name"], configs, data.get("version")), status=202)
 
 
 class EvalRunGet(OpView):

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth
-from django.urls import path
+from django.urls import path, re_path
 
-from recall import views
+from recall import evaluation, views
 
 app_name = "recall"
 urlpatterns = [
@@ -17,4 +17,7 @@ urlpatterns = [
     path("recall/memories", views.memories, name="memories"),
     path("recall/memories/<path:memory_key>", views.memory, name="memory"),
     path("recall/traces/<str:trace_id>", views.trace_detail, name="trace"),
+    path("recall/evaluate", evaluation.evaluate, name="evaluate"),
+    re_path(r"^recall/evaluate/(?P<run_id>[\w-]+)\.(?P<fmt>json|csv)$", evaluation.run_export, name="eval_export"),
+    path("recall/evaluate/<str:run_id>", evaluation.run_page, name="eval_run"),
 ]

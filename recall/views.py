@@ -73,7 +73,7 @@ def errors_shown(context: dict):
         context["error"] = refusal_of(exc).to_envelope()["error"]
 
 
-def _namespace_names(principal: Principal, context: dict) -> list[str]:
+def namespace_names(principal: Principal, context: dict) -> list[str]:
     """The org's namespaces, for the page's picker ("default" while it has none)."""
     context["namespaces"] = namespaces.names(principal.org) or ["default"]
     return context["namespaces"]
@@ -82,16 +82,16 @@ def _namespace_names(principal: Principal, context: dict) -> list[str]:
 def _namespace_picked(principal: Principal, form: dict, context: dict) -> str:
     """The org's namespaces for the page's picker, and the one the page shows: the form's, else `default`, else the
     first. The form then names it, so the picker shows the namespace the page serves."""
-    names = _namespace_names(principal, context)
+    names = namespace_names(principal, context)
     form["namespace"] = form.get("namespace") or ("default" if "default" in names else names[0])
     return form["namespace"]
 
 
-def _namespace_scope(principal: Principal, form: dict, context: dict):
+def namespace_scope(principal: Principal, form: dict, context: dict):
     return authorize(principal, None, _namespace_picked(principal, form, context), Role.VIEWER)
 
 
-def _respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
+def respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
     """An htmx request gets the partial it swaps in; any other the whole page (a pushed URL reloads whole)."""
     return render(request, partial if request.htmx else page, context)
 
@@ -122,7 +122,7 @@ def lab(request: HttpRequest, principal: Principal, context: dict) -> HttpRespon
         _namespace_picked(principal, form, context)
         if form["query"].strip():
             context.update(searched=True, **_search(principal, form))
-    return _respond(request, "recall/_results.html", "recall/lab.html", context)
+    return respond(request, "recall/_results.html", "recall/lab.html", context)
 
 
 @member_page
@@ -139,7 +139,7 @@ def compare(request: HttpRequest, principal: Principal, context: dict) -> HttpRe
         if shared["query"].strip():
             runs = {side: _search(principal, form) for side, form in sides.items()}
             context.update(searched=True, runs=runs, **moves(runs))
-    return _respond(request, "recall/_compare_results.html", "recall/compare.html", context)
+    return respond(request, "recall/_compare_results.html", "recall/compare.html", context)
 
 
 def _admin_orgs(request: HttpRequest) -> list[str]:
@@ -201,12 +201,12 @@ def calibration_page(request: HttpRequest, principal: Principal, context: dict) 
                 context["recalibrated"] = calibration.recalibrate(embedder)[2]  # the largest gate drift
                 caching.forget_all()
                 audit.record(principal.org, f"human:{request.user.get_username()}", "recalibrate")
-        reports = [thresholds.report(principal.org, name) for name in _namespace_names(principal, context)]
+        reports = [thresholds.report(principal.org, name) for name in namespace_names(principal, context)]
         cluster = calibration.stored(embedder.model_name) if context["adaptive"] else None
         context.update(
             reports=reports, charts=_calibration_charts(reports), far=_far_gates(reports, cluster), far_by=FAR
         )
-    return _respond(request, "recall/_calibration.html", "recall/calibration.html", context)
+    return respond(request, "recall/_calibration.html", "recall/calibration.html", context)
 
 
 FAR = 0.15  # a namespace's own gate this far from the model's calibration is worth a second look
@@ -279,7 +279,7 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
     form = {name: request.GET.get(name, "").strip() for name in TRACE_FILTERS}
     context.update(form=form, risks=("low", "medium", "high", "abstain"))
     with errors_shown(context):
-        scope = _namespace_scope(principal, form, context)
+        scope = namespace_scope(principal, form, context)
         filters = _trace_filters(form)
         rows, next_before = trace.page(scope, PAGE, form["before"] or None, **filters)
         context.update(
@@ -288,7 +288,7 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
             next_before=next_before,
             chart=json.dumps(_trace_chart(trace.series(scope, **filters))),
         )
-    return _respond(request, "recall/_traces.html", "recall/traces.html", context)
+    return respond(request, "recall/_traces.html", "recall/traces.html", context)
 
 
 @member_page
@@ -296,7 +296,7 @@ def traces(request: HttpRequest, principal: Principal, context: dict) -> HttpRes
 def trace_detail(request: HttpRequest, principal: Principal, context: dict, trace_id: str) -> HttpResponse:
     """One logged search: its keys, scores and stages, and (where the text was captured) a link that re-runs it."""
     with errors_shown(context):
-        scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
+        scope = namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
         found = trace.read(scope, trace_id=trace_id, limit=1)
         if not found:
             return render(
@@ -364,7 +364,7 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
     }
     context.update(form=form, memory_types=MEMORY_TYPES)
     with errors_shown(context):
-        scope = _namespace_scope(principal, form, context)
+        scope = namespace_scope(principal, form, context)
         if form["order"] not in ("", "recent", "score"):
             raise Refusal("INVALID_VALUE", "order is recent or score", "order")
         page = reads.list_keys(
@@ -376,7 +376,7 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
             key_prefix=form["key_prefix"] or None,
         )
         context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
-    return _respond(request, "recall/_memories.html", "recall/memories.html", context)
+    return respond(request, "recall/_memories.html", "recall/memories.html", context)
 
 
 @member_page
@@ -384,7 +384,7 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
 def memory(request: HttpRequest, principal: Principal, context: dict, memory_key: str) -> HttpResponse:
     """One key: every version (status, tags, entities, embedding model) and the live rows' chunks."""
     with errors_shown(context):
-        scope = _namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
+        scope = namespace_scope(principal, {"namespace": request.GET.get("namespace", "")}, context)
         context.update(
             scope=scope,
             memory_key=memory_key,

@@ -1,6 +1,7 @@
 """The Recall Lab in a real headless Chromium (Debian's, driven by Playwright): log in, search, see the chart,
 compare two modes, switch an org's model calls off and see a search change. Screenshots go to test-output/."""
 
+import json
 import os
 import shutil
 import uuid
@@ -191,3 +192,46 @@ def test_an_admin_reads_the_gates_sees_a_stray_one_and_recalibrates(strayed, bro
     page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm asks before the probe
     page.click("button:has-text('Recalibrate now')")
     page.wait_for_selector(".banner.ok:has-text('Recalibrated local:minilm')")
+
+
+def test_an_admin_uploads_a_question_set_runs_it_and_reads_the_wins_and_losses(browser, operator, tmp_path):
+    questions = [
+        {"id": "deploys", "question": "when do production deploys run", "gold_keys": ["deploy.window"]},
+        {"id": "rollback", "question": "how do I roll back a deploy", "gold_keys": ["deploy.rollback"]},
+        {"id": "window", "question": "deploy window", "gold_keys": ["window.short", "window.long"], "category": "ops"},
+        {"id": "lunch", "question": "what does the cafeteria serve on fridays", "gold_keys": ["lunch"]},
+        {"id": "off", "question": "quantum chromodynamics lecture", "should_abstain": True, "category": "negative"},
+    ]
+    path = tmp_path / "support-faq.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in questions) + "\n")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, operator)
+    page.click("nav >> text=Evaluate")
+    page.fill("input[name=set_name]", "support-faq")
+    page.set_input_files("input[name=file]", str(path))
+    page.click("button:has-text('Upload')")
+    page.wait_for_selector(".banner.ok:has-text('Uploaded support-faq version 1: 5 questions.')")
+
+    page.fill("input[name=c0_name]", "default")
+    page.fill("input[name=c1_name]", "lexical-top1")
+    page.select_option("select[name=c1_search_mode]", "lexical")
+    page.fill("input[name=c1_top_k]", "1")
+    page.click("button:has-text('Run')")
+    page.wait_for_url("**/recall/evaluate/*")
+    page.wait_for_selector("#metrics-chart .main-svg")  # drawn, whether the run was done or polled till done
+    page.wait_for_selector("text=Done: 10 searches")
+    page.wait_for_selector("#metrics-chart .main-svg")  # drawn again after the last poll's swap
+    assert page.locator("#metrics tbody tr").count() == 2
+    caption = page.inner_text("#wins-losses caption")
+    assert caption.startswith("lexical-top1 against default: ") and "1 loss" in caption
+    assert "deploy window" in page.inner_text("#wins-losses tbody tr:first-child")
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "recall-evaluate-run.png"), full_page=True)
+
+    page.click("#wins-losses tbody tr:first-child >> text=Compare")  # the question, under both configurations
+    page.wait_for_selector("#compare-chart, .sides")
+    assert page.input_value("#q") == "deploy window"
+    page.click("nav >> text=Evaluate")
+    page.wait_for_selector("#history-chart .main-svg")
+    assert "default 1.000" in page.inner_text("table.hits:has(caption:has-text('Newest first'))")
+    page.screenshot(path=str(SHOTS / "recall-evaluate.png"), full_page=True)

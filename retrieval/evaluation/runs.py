@@ -23,7 +23,7 @@ from retrieval.evaluation.metrics import Answer, Question
 from retrieval.providers import costs
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
-from retrieval.store import clickhouse
+from retrieval.store import audit, clickhouse
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,14 @@ def start(
         "summary": "",
     }
     _save(run)
+    if started_from != "schedule":  # a person's (or a token's) doing
+        audit.record(
+            scope.org,
+            scope.subject,
+            OP,
+            scope.namespace,
+            {"run_id": run["run_id"], "set_name": set_name, "configs": configs},
+        )
     if wait:
         _execute(scope, run, questions, progress)
     else:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from retrieval.errors import Refusal
 from retrieval.evaluation.metrics import Question
-from retrieval.store import clickhouse
+from retrieval.store import audit, clickhouse
 from tenancy.access import Scope
 
 MAX_QUESTIONS = 5000
@@ -67,6 +67,13 @@ def upload(scope: Scope, set_name: str, questions: list[dict]) -> dict:
                 for position, item in enumerate(questions)
             ],
         )
+    audit.record(
+        scope.org,
+        scope.subject,
+        "eval.set_upload",
+        scope.namespace,
+        {"set_name": set_name, "version": version, "questions": len(questions)},
+    )
     return {"set_name": set_name, "version": version, "questions": len(questions), "uploaded_at": now}
 
 

@@ -1,0 +1,120 @@
+"""The Lab's Evaluate pages: upload a JSONL set, run it under configurations, read the run (progress, metrics,
+wins and losses, exports); viewers read, admins upload and run; each org its own."""
+
+import csv
+import io
+import json
+from datetime import UTC, datetime
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from retrieval.evaluation import runs
+from retrieval.store import clickhouse
+from tests.conftest import Agent
+from tests.test_eval_run import MEMORIES, QUESTIONS
+from tests.test_recall_lab import operator_of
+
+JSONL = "\n".join(json.dumps(q) for q in QUESTIONS).encode()
+
+
+@pytest.fixture
+def stored(backend, alice, call):
+    Agent(call, alice.token("admin")).set(*MEMORIES)
+    return alice
+
+
+def upload(client, name="faq", body=JSONL):
+    return client.post(
+        "/recall/evaluate",
+        {"action": "upload", "namespace": "default", "set_name": name, "file": SimpleUploadedFile("q.jsonl", body)},
+    )
+
+
+def start(client, *configs):
+    fields = {"action": "run", "namespace": "default", "set_name": "faq"}
+    for i, config in enumerate(configs):
+        fields.update({f"c{i}_{name}": value for name, value in config.items()})
+    return client.post("/recall/evaluate", fields)
+
+
+def test_upload_run_and_read_the_run(stored):
+    admin = operator_of(stored, role="admin")
+    page = upload(admin).content.decode()
+    assert "Uploaded faq version 1: 4 questions." in page
+    started = start(admin, {"name": "wide"}, {"name": "one", "top_k": "1"})
+    assert started.status_code == 302 and started["Location"].startswith("/recall/evaluate/")
+    runs.join(timeout=60)
+    page = admin.get(started["Location"]).content.decode()
+    assert "Done: 8 searches" in page and 'hx-trigger="every 1s"' not in page  # done: no more polling
+    figure = json.loads(page.split('data-target="metrics-chart">')[1].split("</script>")[0])
+    assert [bar["name"] for bar in figure["data"]] == ["wide", "one"]
+    assert figure["data"][0]["x"][2] == "recall@10" and figure["data"][1]["y"][2] == pytest.approx(2.5 / 3)
+    assert "one against wide: 0 wins, 1 loss, 3 ties" in page
+    table = page.split('id="wins-losses"')[1]
+    assert "which soup is served on fridays" in table
+    assert "gold at 1 · recall@10 1.00" in table and "gold at 1 · recall@10 0.50" in table
+    assert "/recall/compare?org=" in table and "query=which+soup+is+served+on+fridays" in table
+    listing = admin.get("/recall/evaluate", {"namespace": "default"}).content.decode()
+    assert "wide 1.000 · one 0.833" in listing
+    history = json.loads(listing.split('data-target="history-chart">')[1].split("</script>")[0])
+    assert {line["name"] for line in history["data"]} == {"wide", "one"}
+
+
+def test_a_running_run_polls_for_its_progress(stored):
+    admin = operator_of(stored, role="admin")
+    upload(admin)
+    now = datetime.now(UTC)
+    running = {  # a run under way in another process
+        **{"org": stored.name, "namespace": "default", "run_id": "20261201T000000-feed", "set_name": "faq"},
+        **{"set_version": 1, "configs": '[{"name": "default"}]', "total": 4, "status": "running", "error": ""},
+        **{"started_from": "api", "started_by": "test", "started_at": now, "updated_at": now, "summary": ""},
+    }
+    clickhouse.insert("eval_runs", [running])
+    polled = admin.get("/recall/evaluate/20261201T000000-feed", {"namespace": "default"}, HTTP_HX_REQUEST="true")
+    page = polled.content.decode()
+    assert page.lstrip().startswith('<section id="eval-run"') and 'hx-trigger="every 1s"' in page
+    assert "Searching: 0 of 4" in page
+    clickhouse.insert("eval_runs", [{**running, "status": "done", "updated_at": datetime.now(UTC)}])
+    page = admin.get("/recall/evaluate/20261201T000000-feed", {"namespace": "default"}).content.decode()
+    assert "hx-trigger" not in page.split('id="eval-run"')[1].split(">")[0]  # done: the polling stops
+
+
+def test_exports(stored):
+    admin = operator_of(stored, role="admin")
+    upload(admin)
+    run_id = start(admin, {"name": "default"})["Location"].split("/")[-1].split("?")[0]
+    runs.join(timeout=60)
+    exported = admin.get(f"/recall/evaluate/{run_id}.csv", {"namespace": "default"})
+    assert exported["Content-Disposition"] == f'attachment; filename="eval-{run_id}.csv"'
+    rows = list(csv.DictReader(io.StringIO(exported.content.decode())))
+    assert [row["question_id"] for row in rows] == ["deploys", "soup", "desks", "physics"]
+    document = json.loads(admin.get(f"/recall/evaluate/{run_id}.json", {"namespace": "default"}).content)
+    assert document["run_id"] == run_id and len(document["answers"]) == 4
+    assert admin.get("/recall/evaluate/nope.csv", {"namespace": "default"}).status_code == 404
+
+
+def test_bad_uploads_and_runs_say_what_is_wrong(stored):
+    admin = operator_of(stored, role="admin")
+    bad = upload(admin, body=JSONL + b'\n{"question": "who?"}')
+    assert bad.status_code == 422 and "line 5: gold_keys: name the keys that answer it" in bad.content.decode()
+    assert "No question set yet" in bad.content.decode()
+    upload(admin)
+    refused = start(admin, {"name": "x", "top_k": "lots"})
+    assert refused.status_code == 422 and "configs[0].top_k" in refused.content.decode()
+
+
+def test_viewers_read_but_do_not_upload_or_run_and_orgs_stay_apart(stored, bob):
+    admin = operator_of(stored, role="admin")
+    upload(admin)
+    run_id = start(admin, {"name": "default"})["Location"].split("/")[-1].split("?")[0]
+    runs.join(timeout=60)
+    viewer = operator_of(stored)
+    page = viewer.get("/recall/evaluate").content.decode()
+    assert "faq" in page and "Upload a set" not in page and "Run faq" not in page
+    assert viewer.get(f"/recall/evaluate/{run_id}", {"namespace": "default"}).status_code == 200
+    assert upload(viewer).status_code == 403 and start(viewer, {"name": "x"}).status_code == 403
+    other = operator_of(bob, role="admin")
+    assert "No question set yet" in other.get("/recall/evaluate").content.decode()
+    assert "EVAL_RUN_NOT_FOUND" in other.get(f"/recall/evaluate/{run_id}").content.decode()
+    assert other.get(f"/recall/evaluate/{run_id}.json").status_code == 404
