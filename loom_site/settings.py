@@ -535,6 +535,12 @@ LOOM_RECALIBRATION_ENABLED = env.boolean(
 LOOM_RECALIBRATION_INTERVAL_SECONDS = env.number(
     "LOOM_RECALIBRATION_INTERVAL_SECONDS", 7 * 24 * 3600.0, minimum=0.01, doc=env.ABOVE, shown="604800 (a week)"
 )
+LOOM_EVAL_SCHEDULE = env.choice(
+    "LOOM_EVAL_SCHEDULE",
+    "off",
+    ("off", "hourly", "daily"),
+    doc="re-run each namespace's evaluated question sets on this schedule (the latest version, under the configurations of the set's latest run), so a drop shows in health `problems` and the Lab; the embedded engine's server process runs them, a deployment on a ClickHouse server runs `manage.py loom_eval scheduled` from cron",
+)
 LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean(
     "LOOM_SEARCH_TRACE_LOG_ENABLED",
     False,

@@ -19,7 +19,7 @@ from memories.errors import error_response, refusal_of
 from memories.schema import EMBEDS, OpSchema
 from retrieval import caching, health
 from retrieval.errors import Refusal
-from retrieval.evaluation import runs, sets
+from retrieval.evaluation import runs, schedule, sets
 from retrieval.gates import calibration, thresholds
 from retrieval.ingest import digests, entities, records, write
 from retrieval.providers import costs, customer
@@ -632,6 +632,8 @@ class Health(APIView):
     def get(self, request):
         report = health.report()
         admin = request.auth is not None and request.auth.role >= Role.ADMIN
+        if admin and report["clickhouse"]["ok"]:  # the admin's org's own: its question sets' regressions
+            report["problems"] += list(schedule.problems(request.auth.org))
         body = outputs.HealthOut(report).data if admin else {"status": report["status"]}
         if not report["clickhouse"]["ok"]:
             # The refusal any op gives; the engine's address and the driver's words are for admins alone.

@@ -22,6 +22,7 @@ from memories.errors import refusal_of
 from recall.compare import moves
 from retrieval import caching, health, options
 from retrieval.errors import Refusal
+from retrieval.evaluation import schedule
 from retrieval.gates import calibration, thresholds
 from retrieval.ingest.write import MEMORY_TYPES
 from retrieval.providers import costs, customer, remote
@@ -108,6 +109,8 @@ def member_page(view):
             return render(request, "recall/no_org.html", {"orgs": orgs}, status=403)
         principal = Principal.of_membership(membership)
         context = {"orgs": orgs, "org": principal.org, "problems": {p: health.meaning(p) for p in health.problems()}}
+        with errors_shown(context):  # the org's question sets' regressions; an outage is the page's to show
+            context["problems"] |= schedule.problems(principal.org)
         return view(request, principal, context, *args, **kwargs)
 
     return page

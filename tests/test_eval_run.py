@@ -2,8 +2,12 @@
 memory.search, its metrics exact, its progress and history readable, each org's its own."""
 
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
+
+from retrieval.store import clickhouse
+from tenancy.models import ApiToken
 
 MEMORIES = [
     {"memory_key": "deploy", "value": "production deploys run on tuesday mornings"},
@@ -31,12 +35,17 @@ def finished(call, token, run_id, namespace="default", seconds=60.0) -> dict:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def loaded(backend, agent):
+def load_faq(agent):
+    """The memories, and the question set faq over them."""
     agent.set(*MEMORIES)
     reply = agent.call("eval.set_upload", {"set_name": "faq", "questions": QUESTIONS}, agent.token)
     assert reply.status == 201, reply.json
     return agent
+
+
+@pytest.fixture
+def loaded(backend, agent):
+    return load_faq(agent)
 
 
 def by_hand(served: dict[str, list[str]], abstained: dict[str, bool]) -> dict:
@@ -143,3 +152,24 @@ def test_viewers_read_admins_run_and_each_org_sees_its_own(loaded, bob, alice):
     assert agent.call("eval.run", {"set_name": "faq"}, other).error == "EVAL_SET_NOT_FOUND"
     narrow = alice.token("admin", namespaces=["other"])
     assert agent.call("eval.run_get", {"run_id": run["run_id"]}, narrow).error == "NAMESPACE_FORBIDDEN"
+
+
+def test_a_run_whose_process_ended_reads_as_failed(loaded):
+    org = ApiToken.verify(loaded.token).org.name
+    then = datetime.now(UTC) - timedelta(minutes=11)
+    row = {"org": org, "namespace": "default", "run_id": "20261201T000000000000-dead", "set_name": "faq"}
+    row |= {"set_version": 1, "configs": '[{"name": "default"}]', "total": 4, "status": "running", "error": ""}
+    row |= {"started_from": "api", "started_by": "test", "started_at": then, "updated_at": then, "summary": ""}
+    clickhouse.insert("eval_runs", [row])  # a run whose process died eleven minutes ago, mid-way
+    report = loaded.call("eval.run_get", {"run_id": row["run_id"]}, loaded.token).json
+    assert report["status"] == "failed" and "no progress for 0:10:00" in report["error"]
+
+
+def test_uploads_and_runs_are_audited(loaded):
+    run = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS}, loaded.token).json
+    finished(loaded.call, loaded.token, run["run_id"])
+    entries = loaded.call("audit.list", {}, loaded.token).json["entries"]
+    audited = {entry["action"]: entry for entry in entries if entry["action"].startswith("eval.")}
+    assert audited["eval.set_upload"]["detail"] == {"set_name": "faq", "version": 1, "questions": 4}
+    assert audited["eval.run"]["detail"] == {"run_id": run["run_id"], "set_name": "faq", "configs": CONFIGS}
+    assert audited["eval.run"]["target"] == "default"

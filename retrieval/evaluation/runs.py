@@ -51,7 +51,7 @@ def start(
     run = {
         "org": scope.org,
         "namespace": scope.namespace,
-        "run_id": f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        "run_id": f"{now:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}",  # sorts by start time, to the microsecond
         "set_name": set_name,
         "set_version": version,
         "configs": json.dumps(configs),

@@ -3,6 +3,7 @@ import json
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 from tqdm import tqdm
@@ -10,7 +11,7 @@ from tqdm import tqdm
 from memories import inputs
 from memories.errors import refusal_of
 from retrieval.errors import Refusal
-from retrieval.evaluation import export, runs, sets
+from retrieval.evaluation import export, runs, schedule, sets
 from retrieval.store import clickhouse
 from tenancy.access import Scope
 from tenancy.models import NAME_PATTERN, NAME_RULE, Org
@@ -42,8 +43,11 @@ class Command(BaseCommand):
             ("run", "search every question under each --config, with a progress bar, then show the result"),
             ("show", "show a run (default: the namespace's latest, of --set when given)"),
             ("list", "list the namespace's sets and runs"),
+            ("scheduled", "run every org's sets that LOOM_EVAL_SCHEDULE says are due (cron, on a ClickHouse server)"),
         ]:
             action = sub.add_parser(name, help=about)
+            if name == "scheduled":
+                continue
             action.add_argument("--org", required=True)
             action.add_argument("--namespace", default="default")
             action.add_argument("--set", dest="set_name", required=name in ("upload", "run"))
@@ -65,7 +69,12 @@ class Command(BaseCommand):
                 action.add_argument("--format", choices=("table", "json", "csv"), default="table")
                 action.add_argument("--compare", nargs=2, metavar=("A", "B"), help="wins and losses of B against A")
 
-    def handle(self, *args, action, org, namespace, set_name, **options):
+    def handle(self, *args, action, org=None, namespace=None, set_name=None, **options):
+        if action == "scheduled":
+            if settings.LOOM_EVAL_SCHEDULE == "off":
+                raise CommandError("LOOM_EVAL_SCHEDULE is off: no set is ever due")
+            self.stdout.write(f"{schedule.run_due()} question sets run")
+            return
         if not Org.objects.filter(name=org).exists():
             raise CommandError(f"no org {org!r} (python manage.py loom_org list)")
         if not NAME_PATTERN.fullmatch(namespace):

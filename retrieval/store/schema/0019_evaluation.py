@@ -28,7 +28,7 @@ STATEMENTS = [
     CREATE TABLE IF NOT EXISTS eval_runs (
         org String,
         namespace String,
-        run_id String COMMENT 'yyyymmddThhmmss-<hex>: sorts by start time',
+        run_id String COMMENT 'yyyymmddThhmmssffffff-<hex>: sorts by start time',
         set_name String,
         set_version UInt32,
         configs String COMMENT 'the configurations, as JSON: [{name, search fields}]',
