@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework.exceptions import ValidationError
 
 from memories import inputs
@@ -21,6 +21,7 @@ from recall.views import CONFIG, errors_shown, member_page, namespace_scope, res
 from retrieval import options
 from retrieval.errors import Refusal
 from retrieval.evaluation import export, runs, sets
+from retrieval.search import trace
 from tenancy.access import Principal, authorize
 from tenancy.roles import Role
 
@@ -55,6 +56,36 @@ def evaluate(request: HttpRequest, principal: Principal, context: dict) -> HttpR
     if "error" in context and request.method == "POST":
         context["status"] = 422
     return render(request, "recall/evaluate.html", context, status=context["status"])
+
+
+@member_page
+@require_POST
+def from_trace(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
+    """A logged search's question joins a question set with the served keys the operator marked as answering it
+    (or as one memory cannot answer): the set's next version holds its questions so far and this one."""
+    if principal.role < Role.ADMIN:
+        return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
+    data = request.POST
+    with errors_shown(context):
+        scope = authorize(principal, None, data.get("namespace", ""), Role.ADMIN)
+        found = trace.read(scope, trace_id=data.get("trace_id", ""), limit=1)
+        if not found or not found[0]["query_captured"]:
+            raise Refusal("INVALID_VALUE", "no logged search with its question text has this trace_id", "trace_id")
+        row, set_name = found[0], data.get("set_name", "").strip()
+        question = {
+            "id": f"trace-{row['trace_id']}",
+            "question": row["query"],
+            "gold_keys": [key for key in data.getlist("gold_keys") if key in row["keys"]],
+            "should_abstain": data.get("should_abstain") == "true",
+        }
+        serializer = inputs.EvalSetUpload(
+            data={"set_name": set_name, "questions": [*sets.items(scope, set_name), question]}
+        )
+        if not serializer.is_valid():
+            raise refusal_of(ValidationError(serializer.errors))
+        checked = serializer.validated_data
+        context["added"] = sets.upload(scope, set_name, [dict(item) for item in checked["questions"]])
+    return render(request, "recall/_from_trace.html", context, status=422 if "error" in context else 200)
 
 
 def _upload(scope, set_name: str, file) -> dict:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("recall/memories/<path:memory_key>", views.memory, name="memory"),
     path("recall/traces/<str:trace_id>", views.trace_detail, name="trace"),
     path("recall/evaluate", evaluation.evaluate, name="evaluate"),
+    path("recall/evaluate/from-trace", evaluation.from_trace, name="eval_from_trace"),
     re_path(r"^recall/evaluate/(?P<run_id>[\w-]+)\.(?P<fmt>json|csv)$", evaluation.run_export, name="eval_export"),
     path("recall/evaluate/<str:run_id>", evaluation.run_page, name="eval_run"),
 ]

@@ -307,7 +307,10 @@ def trace_detail(request: HttpRequest, principal: Principal, context: dict, trac
             )
         row = found[0]
         context.update(
-            row=row, namespace=scope.namespace, hits=list(zip(row["keys"], row["scores"], row["similarities"]))
+            row=row,
+            namespace=scope.namespace,
+            hits=list(zip(row["keys"], row["scores"], row["similarities"])),
+            admin=principal.role >= Role.ADMIN,  # may add the question to a question set
         )
     return render(request, "recall/_banner.html" if "error" in context else "recall/_trace_detail.html", context)
 

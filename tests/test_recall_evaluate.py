@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from retrieval.evaluation import runs
+from retrieval.evaluation import runs, sets
 from retrieval.store import clickhouse
+from tenancy.access import Scope
+from tenancy.roles import Role
 from tests.conftest import Agent
 from tests.test_eval_run import MEMORIES, QUESTIONS
 from tests.test_recall_lab import operator_of
@@ -118,3 +120,47 @@ def test_viewers_read_but_do_not_upload_or_run_and_orgs_stay_apart(stored, bob):
     assert "No question set yet" in other.get("/recall/evaluate").content.decode()
     assert "EVAL_RUN_NOT_FOUND" in other.get(f"/recall/evaluate/{run_id}").content.decode()
     assert other.get(f"/recall/evaluate/{run_id}.json").status_code == 404
+
+
+def test_a_logged_search_joins_a_question_set_with_the_keys_marked_right(stored, settings, call):
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    agent = Agent(call, stored.token("admin"))
+    agent.call("namespace.register", {"namespace": "default", "text_capture": True}, agent.token)
+    agent.search("when do production deploys run")
+    agent.search("quantum chromodynamics lecture")
+    logged = agent.call("memory.search_trace_log", {}, agent.token).json["rows"]
+    deploys, physics = (
+        next(row for row in logged if row["query"] == q)
+        for q in ("when do production deploys run", "quantum chromodynamics lecture")
+    )
+    admin = operator_of(stored, role="admin")
+    detail = admin.get(f"/recall/traces/{deploys['trace_id']}", {"namespace": "default"}).content.decode()
+    assert "Add this question to a question set" in detail and 'value="deploy"' in detail
+
+    def add(row, **fields):
+        body = {"namespace": "default", "trace_id": row["trace_id"], "set_name": "from-traces", **fields}
+        return admin.post("/recall/evaluate/from-trace", body)
+
+    assert "version 1, 1 question." in add(deploys, gold_keys=["deploy", "not-served"]).content.decode()
+    assert "version 2, 2 questions." in add(physics, should_abstain="true").content.decode()
+    scope = Scope(org=stored.name, namespace="default", role=Role.ADMIN, subject="test")
+    _, questions = sets.questions(scope, "from-traces")
+    assert [(q.question, q.gold_keys, q.should_abstain) for q in questions] == [
+        ("when do production deploys run", ("deploy",), False),  # only a key the search served
+        ("quantum chromodynamics lecture", (), True),
+    ]
+    again = add(deploys, gold_keys=["deploy"])
+    assert again.status_code == 422 and "DUPLICATE_ITEM" in again.content.decode()
+    neither = add(deploys, set_name="other")
+    assert neither.status_code == 422 and "name the keys that answer it" in neither.content.decode()
+    viewer = operator_of(stored)
+    assert (
+        "Add this question"
+        not in viewer.get(f"/recall/traces/{deploys['trace_id']}", {"namespace": "default"}).content.decode()
+    )
+    assert (
+        viewer.post(
+            "/recall/evaluate/from-trace", {"namespace": "default", "trace_id": deploys["trace_id"]}
+        ).status_code
+        == 403
+    )

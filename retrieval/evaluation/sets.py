@@ -126,3 +126,22 @@ def questions(scope: Scope, set_name: str, version: int | None = None) -> tuple[
             "EVAL_SET_NOT_FOUND", f"no question set {set_name!r}{at} in namespace {scope.namespace!r}", "set_name"
         )
     return version, [Question(**{**row, "gold_keys": tuple(row["gold_keys"])}) for row in rows]
+
+
+def items(scope: Scope, set_name: str) -> list[dict]:
+    """The set's latest questions as upload items (none when there is no such set), to upload with one more."""
+    try:
+        _, found = questions(scope, set_name)
+    except Refusal:
+        return []
+    return [
+        {
+            "id": q.question_id,
+            "question": q.question,
+            "gold_keys": list(q.gold_keys),
+            "should_abstain": q.should_abstain,
+            "category": q.category,
+            "answer": q.answer,
+        }
+        for q in found
+    ]
