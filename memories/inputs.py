@@ -33,6 +33,7 @@ MAX_BATCH = 500
 MAX_BULK_KEYS = 1000
 MAX_EVAL_QUESTIONS = 5000
 MAX_EVAL_CONFIGS = 4
+MAX_EVAL_WAIT = 1000  # searches a caller may wait for in one request (~30 s at fast budget)
 
 
 class Strict(serializers.Serializer):
@@ -575,6 +576,10 @@ class EvalRun(OpInput):
         limit=MAX_EVAL_CONFIGS,
         required=False,
         help_text="Default: one, named default, that sets nothing.",
+    )
+    wait = Boolean(
+        default=False,
+        help_text=f"true: answer once the run is done (200), for up to {MAX_EVAL_WAIT} searches; else at once (202).",
     )
 
 

@@ -522,13 +522,14 @@ class EvalSetList(OpView):
 
 class EvalRun(OpView):
     """Search every question of a set under each configuration (up to 4), as memory.search would; answers at once
-    with the run, which goes on: poll eval.run_get for its progress and metrics."""
+    with the run, which goes on: poll eval.run_get for its progress and metrics (or send wait: true for a small
+    set, and read its summary)."""
 
     op = "eval.run"
     role = Role.ADMIN
     request_serializer = inputs.EvalRun
     response_serializer = outputs.EvalRunOut
-    success = (202,)
+    success = (202, 200)
     refusals = ("EVAL_SET_NOT_FOUND", "TOO_MANY_ITEMS", "DUPLICATE_ITEM")
     example = {
         "set_name": "support-faq",
@@ -537,7 +538,19 @@ class EvalRun(OpView):
 
     def run(self, scope, data):
         configs = [dict(config) for config in data.get("configs") or [{"name": "default"}]]
-        return self.answer(runs.start(scope, data["set_name"], configs, data.get("version")), status=202)
+        if data["wait"]:
+            _, questions = sets.questions(scope, data["set_name"], data.get("version"))
+            if len(questions) * len(configs) > inputs.MAX_EVAL_WAIT:
+                raise Refusal(
+                    "INVALID_VALUE",
+                    f"{len(questions) * len(configs)} searches are too many to wait for (at most "
+                    f"{inputs.MAX_EVAL_WAIT}): send wait false and poll eval.run_get",
+                    "wait",
+                )
+        started = runs.start(scope, data["set_name"], configs, data.get("version"), wait=data["wait"])
+        return self.answer(
+            runs.get(scope, started["run_id"]) if data["wait"] else started, status=200 if data["wait"] else 202
+        )
 
 
 class EvalRunGet(OpView):

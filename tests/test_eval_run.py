@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memories import inputs
 from retrieval.store import clickhouse
 from tenancy.models import ApiToken
 
@@ -173,3 +174,13 @@ def test_uploads_and_runs_are_audited(loaded):
     assert audited["eval.set_upload"]["detail"] == {"set_name": "faq", "version": 1, "questions": 4}
     assert audited["eval.run"]["detail"] == {"run_id": run["run_id"], "set_name": "faq", "configs": CONFIGS}
     assert audited["eval.run"]["target"] == "default"
+
+
+def test_wait_answers_once_done_for_a_set_small_enough(loaded, monkeypatch):
+    reply = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS, "wait": True}, loaded.token)
+    assert reply.status == 200 and reply.json["status"] == "done"
+    assert reply.json["summary"]["wide"]["metrics"]["recall@10"] == 1.0
+    monkeypatch.setattr(inputs, "MAX_EVAL_WAIT", 7)
+    reply = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS, "wait": True}, loaded.token)
+    assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, "INVALID_VALUE", "wait")
+    assert "8 searches are too many to wait for (at most 7)" in reply.json["error"]["message"]

@@ -198,6 +198,7 @@ class EvalRun(TypedDict, total=False):
     set_name: Required[str]
     version: int
     configs: list[EvalConfig]
+    wait: bool
 
 
 class EvalRunGet(TypedDict, total=False):

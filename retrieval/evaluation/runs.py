@@ -47,6 +47,7 @@ def start(
     """Begin a run of the set under `configs` ([{"name", search fields...}]); returns its row. `wait`: run it in
     this thread and return once done; `progress(done, total)` is told after each search."""
     version, questions = sets.questions(scope, set_name, version)
+    configs = [{"name": config["name"], **{k: v for k, v in config.items() if k != "name"}} for config in configs]
     now = datetime.now(UTC)
     run = {
         "org": scope.org,
