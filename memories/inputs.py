@@ -588,6 +588,11 @@ class EvalRunGet(OpInput):
     set_name = String(max_chars=128, required=False)
     a = String(max_chars=64, required=False, help_text="Wins and losses of b against a; default the first two.")
     b = String(max_chars=64, required=False)
+    against = String(
+        max_chars=64,
+        required=False,
+        help_text="An earlier run of the same questions: a names its configuration (default b's name, else its first).",
+    )
 
 
 class EvalRunList(OpInput):

@@ -563,8 +563,11 @@ class EvalReportOut(EvalRunOut):
         help_text="Per configuration, so far: what summary holds, and by_category (recall@10, hit@10, mrr, "
         "abstain_rate, false_abstain, questions)."
     )
+    against = serializers.DictField(
+        allow_null=True, help_text="With against: that run, as this one is shown (its results per configuration)."
+    )
     wins_losses = serializers.DictField(
         allow_null=True,
-        help_text="Once both have answered every question: b against a, with wins, losses, ties and a row per "
-        "question they differ on (losses first).",
+        help_text="Once both have answered every question: b against a (a_run_id, b_run_id), with wins, losses, ties "
+        "and a row per question they differ on (losses first).",
     )

@@ -132,18 +132,30 @@ def run_page(request: HttpRequest, principal: Principal, context: dict, run_id: 
     """One run: progress while it runs, then per configuration its metrics with 95% intervals (a chart and a
     table), per category, and the questions where `b` won or lost against `a`, each open in the Lab or Compare."""
     form = {"namespace": request.GET.get("namespace", "")}
-    pair = {side: request.GET.get(side) or None for side in ("a", "b")}
+    pair = {side: request.GET.get(side) or None for side in ("a", "b", "against")}
     with errors_shown(context):
         scope = namespace_scope(principal, form, context)
-        report = runs.report(scope, run_id, a=pair["a"], b=pair["b"])
+        report = runs.report(scope, run_id, **pair)
         configs = {config["name"]: config for config in report["configs"]}
+        base = {config["name"]: config for config in (report["against"] or report)["configs"]}
         if report["wins_losses"]:
             for row in report["wins_losses"]["rows"]:
-                row["links"] = _links(principal.org, scope.namespace, row["question"], report["wins_losses"], configs)
+                row["links"] = _links(
+                    principal.org, scope.namespace, row["question"], report["wins_losses"], base, configs
+                )
+        other_runs = [
+            other
+            for other in runs.listed(scope, report["set_name"], 50)
+            if other["set_version"] == report["set_version"]
+            and other["run_id"] != report["run_id"]
+            and other["status"] == "done"
+        ]
         context.update(
             scope=scope,
             report=report,
             names=list(configs),
+            against_names=list(base),
+            other_runs=other_runs,
             poll=_run_url(principal.org, scope.namespace, run_id, **{k: v for k, v in pair.items() if v}),
             chart=json.dumps(_metrics_chart(report["results"])),
             categories=sorted({c for result in report["results"].values() for c in result["by_category"]}),
@@ -151,9 +163,10 @@ def run_page(request: HttpRequest, principal: Principal, context: dict, run_id: 
     return respond(request, "recall/_eval_run.html", "recall/eval_run.html", context)
 
 
-def _links(org: str, namespace: str, question: str, compared: dict, configs: dict) -> dict:
-    """A question opened in the Lab under `b`'s configuration, and in Compare under `a` against `b`."""
-    a, b = configs[compared["a"]], configs[compared["b"]]
+def _links(org: str, namespace: str, question: str, compared: dict, base: dict, configs: dict) -> dict:
+    """A question opened in the Lab under `b`'s configuration, and in Compare under `a` against `b` (a search
+    today under both: an earlier run's answers may have come from other data)."""
+    a, b = base[compared["a"]], configs[compared["b"]]
     shared = {"org": org, "namespace": namespace, "query": question}
     lab = {**shared, **{name: b[name] for name in CONFIG_FIELDS if name in b}}
     sides = {

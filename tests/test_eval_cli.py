@@ -74,3 +74,10 @@ def test_clear_errors(org, tmp_path):
         loom_eval("run", "--org", org, "--set", "faq", "--config", '{"name": "x", "search_mode": "psychic"}')
     with pytest.raises(CommandError, match="no org 'nobody'"):
         loom_eval("list", "--org", "nobody")
+
+
+def test_show_against_an_earlier_run(org):
+    first = json.loads(loom_eval("run", "--org", org, "--set", "faq", "--format", "json"))["run_id"]
+    second = json.loads(loom_eval("run", "--org", org, "--set", "faq", "--format", "json"))["run_id"]
+    out = loom_eval("show", "--org", org, "--run", second, "--against", first)
+    assert f"default against default of run {first}: 0 wins, 0 losses, 4 ties" in out

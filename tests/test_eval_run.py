@@ -9,6 +9,7 @@ import pytest
 from memories import inputs
 from retrieval.store import clickhouse
 from tenancy.models import ApiToken
+from tests.model_server import Answer
 
 MEMORIES = [
     {"memory_key": "deploy", "value": "production deploys run on tuesday mornings"},
@@ -184,3 +185,39 @@ def test_wait_answers_once_done_for_a_set_small_enough(loaded, monkeypatch):
     reply = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS, "wait": True}, loaded.token)
     assert (reply.status, reply.error, reply.json["error"]["field"]) == (422, "INVALID_VALUE", "wait")
     assert "8 searches are too many to wait for (at most 7)" in reply.json["error"]["message"]
+
+
+def test_a_failing_provider_is_each_questions_error_not_the_runs(backend, openai_embedder, model_server, agent):
+    agent.call("eval.set_upload", {"set_name": "faq", "questions": QUESTIONS}, agent.token)
+    model_server.script(*[Answer(401)] * len(QUESTIONS))
+    reply = agent.call("eval.run", {"set_name": "faq", "wait": True}, agent.token)
+    assert reply.status == 200 and reply.json["status"] == "done"
+    summary = reply.json["summary"]["default"]
+    assert summary["errors"] == 4 and summary["metrics"]["recall@10"] == 0.0
+    rows = agent.call("eval.run_get", {"run_id": reply.json["run_id"]}, agent.token).json
+    assert rows["progress"] == {"done": 4, "total": 4}
+
+
+def test_two_runs_compared_question_by_question(loaded):
+    before = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS, "wait": True}, loaded.token).json
+    loaded.call("memory.delete", {"memory_key": "desk"}, loaded.token)  # the answer to "desks" is gone
+    after = loaded.call("eval.run", {"set_name": "faq", "configs": CONFIGS[:1], "wait": True}, loaded.token).json
+    body = {"run_id": after["run_id"], "against": before["run_id"]}
+    report = loaded.call("eval.run_get", body, loaded.token).json
+    compared = report["wins_losses"]
+    assert (compared["a"], compared["b"], compared["a_run_id"], compared["b_run_id"]) == (
+        "wide",
+        "wide",
+        before["run_id"],
+        after["run_id"],
+    )
+    assert (compared["wins"], compared["losses"]) == (0, 1) and compared["rows"][0]["question_id"] == "desks"
+    assert report["against"]["results"]["wide"]["metrics"]["recall@10"] == 1.0
+    assert report["results"]["wide"]["metrics"]["recall@10"] == pytest.approx(2 / 3)
+    one = loaded.call("eval.run_get", {**body, "a": "one"}, loaded.token).json["wins_losses"]
+    assert one["a"] == "one" and one["a_run_id"] == before["run_id"]
+    loaded.call("eval.set_upload", {"set_name": "faq", "questions": QUESTIONS[:2]}, loaded.token)
+    newer = loaded.call("eval.run", {"set_name": "faq", "wait": True}, loaded.token).json
+    refused = loaded.call("eval.run_get", {"run_id": newer["run_id"], "against": before["run_id"]}, loaded.token)
+    assert (refused.error, refused.json["error"]["field"]) == ("INVALID_VALUE", "against")
+    assert "only runs of the same questions compare" in refused.json["error"]["message"]

@@ -164,3 +164,18 @@ def test_a_logged_search_joins_a_question_set_with_the_keys_marked_right(stored,
         ).status_code
         == 403
     )
+
+
+def test_a_run_compared_with_an_earlier_one(stored, call):
+    admin = operator_of(stored, role="admin")
+    upload(admin)
+    first = start(admin, {"name": "wide"})["Location"].split("/")[-1].split("?")[0]
+    runs.join(timeout=60)
+    Agent(call, stored.token("admin")).call("memory.delete", {"memory_key": "desk"}, stored.token("admin"))
+    second = start(admin, {"name": "wide"})["Location"].split("/")[-1].split("?")[0]
+    runs.join(timeout=60)
+    page = admin.get(f"/recall/evaluate/{second}", {"namespace": "default"}).content.decode()
+    assert f'<option value="{first}">' in page  # the earlier run of the same questions, to compare against
+    page = admin.get(f"/recall/evaluate/{second}", {"namespace": "default", "against": first}).content.decode()
+    assert f"wide against wide of run {first}: 0 wins, 1 loss, 3 ties" in page
+    assert 'id="metrics-against"' in page and "how are hot desks booked" in page.split('id="wins-losses"')[1]

@@ -189,6 +189,7 @@ class EvalReportOut(TypedDict):
     summary: dict[str, Any] | None
     progress: dict[str, int]
     results: dict[str, Any]
+    against: dict[str, Any] | None
     wins_losses: dict[str, Any] | None
 
 
@@ -208,6 +209,7 @@ class EvalRunGet(TypedDict, total=False):
     set_name: str
     a: str
     b: str
+    against: str
 
 
 class EvalRunList(TypedDict, total=False):

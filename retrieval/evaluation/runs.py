@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from retrieval.errors import Refusal
 from retrieval.evaluation import metrics, sets
 from retrieval.evaluation.metrics import Answer, Question
-from retrieval.providers import costs
+from retrieval.providers import costs, customer, remote
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, clickhouse
@@ -33,6 +33,12 @@ DEFAULT_TOP_K = 20  # recall@20 needs twenty hits
 BATCH = 25  # results written, and the run's row refreshed, every this many searches
 STALLED_AFTER = timedelta(minutes=10)
 _threads: set[threading.Thread] = set()  # the runs this process is running
+# A provider's failure, as the refusal REST would answer it with; ClickHouse's fails the run.
+_FAILURES = {
+    remote.EmbedTimeout: "EMBED_TIMEOUT",
+    remote.ProviderError: "EMBEDDER_UNAVAILABLE",
+    remote.InputTooLong: "VALUE_TOO_LARGE",
+}
 
 
 def start(
@@ -123,15 +129,17 @@ def _execute(scope: Scope, run: dict, questions: list[Question], progress) -> No
 
 
 def _ask(scope: Scope, question: Question, config: dict, run_id: str) -> Answer:
-    """One question under one configuration, as REST would answer it; a refusal is the answer's error."""
+    """One question under one configuration, as REST would answer it; a refusal (or a provider's failure) is the
+    answer's error, with the code REST would answer."""
     fields = {key: value for key, value in config.items() if key != "name"}
     request = SearchRequest(query=question.question, **{"top_k": DEFAULT_TOP_K, **fields})
     started = time.perf_counter()
     with costs.accounted(scope.org, scope.namespace, OP, scope.subject) as meter:
         try:
             result = service.search(scope, request, op=OP, run_id=run_id)
-        except Refusal as refused:
-            return Answer((), False, "", (time.perf_counter() - started) * 1000, meter.cost_usd, refused.code)
+        except (Refusal, customer.ModelCallRefused, *_FAILURES) as failed:  # the question's; the run goes on
+            code = getattr(failed, "code", None) or next(c for kind, c in _FAILURES.items() if isinstance(failed, kind))
+            return Answer((), False, "", (time.perf_counter() - started) * 1000, meter.cost_usd, code)
     keys = tuple(hit["memory_key"] for hit in result.hits)
     return Answer(keys, result.abstain, result.abstain_code or "", result.latency_ms, meter.cost_usd)
 
@@ -198,21 +206,21 @@ def listed(scope: Scope, set_name: str | None = None, limit: int = 50, before: s
 
 def get(scope: Scope, run_id: str | None = None, set_name: str | None = None) -> dict:
     """One run (default: the namespace's latest, of `set_name` when given), its row as `listed` shows it."""
-    rows = (
-        clickhouse.query(
+    if not run_id:
+        rows = listed(scope, set_name, limit=1)
+    else:
+        found = clickhouse.query(
             f"""
             SELECT {_COLUMNS} FROM eval_runs FINAL
             WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND run_id = {{run_id:String}}
             """,
             {"org": scope.org, "namespace": scope.namespace, "run_id": run_id},
         )
-        if run_id
-        else listed(scope, set_name, limit=1)
-    )
+        rows = [_shown(row) for row in found]
     if not rows:
         what = f"run {run_id!r}" if run_id else "evaluation run" + (f" of set {set_name!r}" if set_name else "")
         raise Refusal("EVAL_RUN_NOT_FOUND", f"no {what} in namespace {scope.namespace!r}", "run_id" if run_id else None)
-    return rows[0] if not run_id else _shown(rows[0])
+    return rows[0]
 
 
 def _shown(row: dict) -> dict:
@@ -229,31 +237,72 @@ def _aware(at: datetime) -> datetime:
 
 
 def report(
-    scope: Scope, run_id: str | None = None, set_name: str | None = None, a: str | None = None, b: str | None = None
+    scope: Scope,
+    run_id: str | None = None,
+    set_name: str | None = None,
+    a: str | None = None,
+    b: str | None = None,
+    against: str | None = None,
 ) -> dict:
     """A run with its progress and, per configuration, its metrics (partial while it runs), per category, and
-    the wins and losses of configuration `b` against `a` (default: its first two)."""
+    the wins and losses of configuration `b` against `a`: both of this run (default its first two), or `a` of the
+    run `against` (an earlier run of the same questions: default b's name there, else its first)."""
     run = get(scope, run_id, set_name)
     _, questions = sets.questions(scope, run["set_name"], run["set_version"])
     answers = _answers(scope, run["run_id"])
-    names = [config["name"] for config in run["configs"]]
-    done = sum(len(given) for given in answers.values())
+    out = {
+        **run,
+        "progress": {"done": sum(len(given) for given in answers.values()), "total": run["total"]},
+        "results": _results(run, questions, answers),
+        "against": None,
+        "wins_losses": None,
+    }
+    names = list(out["results"])
+    _check_name(b, names, "b")
+    b = b or (names[0] if against else names[1] if len(names) > 1 else None)
+    base, base_answers = run, answers
+    if against:
+        base = get(scope, against)
+        if (base["set_name"], base["set_version"]) != (run["set_name"], run["set_version"]):
+            raise Refusal(
+                "INVALID_VALUE",
+                f"run {against} asked {base['set_name']} version {base['set_version']}, not "
+                f"{run['set_name']} version {run['set_version']}: only runs of the same questions compare",
+                "against",
+            )
+        base_answers = _answers(scope, against)
+        out["against"] = {**base, "results": _results(base, questions, base_answers)}
+    base_names = [config["name"] for config in base["configs"]]
+    _check_name(a, base_names, "a")
+    a = a or (b if against and b in base_names else base_names[0])
+    if b is not None and len(base_answers.get(a, [])) == len(answers.get(b, [])) == len(questions):
+        out["wins_losses"] = {
+            "a": a,
+            "b": b,
+            "a_run_id": base["run_id"],
+            "b_run_id": run["run_id"],
+            **metrics.wins_losses(questions, base_answers[a], answers[b]),
+        }
+    return out
+
+
+def _check_name(name: str | None, names: list[str], field: str) -> None:
+    if name is not None and name not in names:
+        raise Refusal("INVALID_VALUE", f"the run has no configuration {name!r} (it has {', '.join(names)})", field)
+
+
+def _results(run: dict, questions: list[Question], answers: dict[str, list[Answer]]) -> dict:
+    """Per configuration: the stored summary once done, else the metrics of the answers so far; by category."""
     results = {}
-    for name in names:
+    for name in [config["name"] for config in run["configs"]]:
         given = answers.get(name, [])
         asked = questions[: len(given)]
+        stored = (run["summary"] or {}).get(name)
         results[name] = {
-            **(run["summary"] or {}).get(name, metrics.summarize(asked, given)),
+            **(stored or metrics.summarize(asked, given)),
             "by_category": metrics.by_category(asked, given),
         }
-    for label, name in (("a", a), ("b", b)):
-        if name is not None and name not in names:
-            raise Refusal("INVALID_VALUE", f"the run has no configuration {name!r} (it has {', '.join(names)})", label)
-    a, b = a or names[0], b or (names[1] if len(names) > 1 else None)
-    compared = None
-    if b is not None and len(answers.get(a, [])) == len(answers.get(b, [])) == len(questions):
-        compared = {"a": a, "b": b, **metrics.wins_losses(questions, answers[a], answers[b])}
-    return {**run, "progress": {"done": done, "total": run["total"]}, "results": results, "wins_losses": compared}
+    return results
 
 
 def answers_table(scope: Scope, run_id: str) -> list[dict]:

@@ -65,6 +65,7 @@ class Command(BaseCommand):
                 )
             if name == "show":
                 action.add_argument("--run", dest="run_id")
+                action.add_argument("--against", metavar="RUN_ID", help="wins and losses against an earlier run")
             if name in ("run", "show"):
                 action.add_argument("--format", choices=("table", "json", "csv"), default="table")
                 action.add_argument("--compare", nargs=2, metavar=("A", "B"), help="wins and losses of B against A")
@@ -108,8 +109,8 @@ class Command(BaseCommand):
             started = runs.start(scope, set_name, checked, version, "cli", wait=True, progress=progress)
         self._show(scope, started["run_id"], None, format, compare)
 
-    def show(self, scope, set_name, run_id, format, compare, **_):
-        self._show(scope, run_id, set_name, format, compare)
+    def show(self, scope, set_name, run_id, format, compare, against, **_):
+        self._show(scope, run_id, set_name, format, compare, against)
 
     def list(self, scope, set_name, **_):
         for found in sets.listed(scope):
@@ -132,9 +133,9 @@ class Command(BaseCommand):
             raise CommandError("--config must be a JSON object")
         return config
 
-    def _show(self, scope, run_id, set_name, format, compare):
+    def _show(self, scope, run_id, set_name, format, compare, against=None):
         a, b = compare or (None, None)
-        report = runs.report(scope, run_id, set_name, a, b)
+        report = runs.report(scope, run_id, set_name, a, b, against)
         if format == "json":
             self.stdout.write(export.as_json(scope, report["run_id"]))
         elif format == "csv":
@@ -176,7 +177,9 @@ def table(report: dict) -> str:
     if compared:
         lines += [
             "",
-            f"{compared['b']} against {compared['a']}: {compared['wins']} wins, {compared['losses']} losses, "
+            f"{compared['b']} against {compared['a']}"
+            + (f" of run {compared['a_run_id']}" if compared["a_run_id"] != compared["b_run_id"] else "")
+            + f": {compared['wins']} wins, {compared['losses']} losses, "
             f"{compared['ties']} ties",
         ]
         for row in compared["rows"]:
