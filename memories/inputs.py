@@ -538,20 +538,29 @@ class EvalSetUpload(OpInput):
     )
 
 
-def eval_questions_from_jsonl(set_name: str, text: str) -> list[dict]:
-    """A JSONL file's questions checked as eval.set_upload checks them (the Lab's form and `loom_eval upload`); a
-    refusal names the file's line."""
-    items, lines = sets.read_jsonl(text)
+def eval_questions(set_name: str, items: list) -> list[dict]:
+    """Questions checked as eval.set_upload checks its body (the Lab's forms and `loom_eval`); a refusal names the
+    field (`questions[3].gold_keys`)."""
     serializer = EvalSetUpload(data={"set_name": set_name, "questions": items})
-    if serializer.is_valid():
-        return [dict(item) for item in serializer.validated_data["questions"]]
-    refusal = refusal_of(ValidationError(serializer.errors))
-    found = re.match(r"questions\[(\d+)\]\.?(.*)", refusal.field or "")
-    if not found:
-        raise refusal
-    line, field = lines[int(found[1])], found[2]
-    message = refusal.message.split(": ", 1)[-1]
-    raise Refusal(refusal.code, f"line {line}: {field or 'the question'}: {message}", field or None, line=line)
+    if not serializer.is_valid():
+        raise refusal_of(ValidationError(serializer.errors))
+    return [dict(item) for item in serializer.validated_data["questions"]]
+
+
+def eval_questions_from_jsonl(set_name: str, text: str) -> list[dict]:
+    """A JSONL file's questions, checked; a refusal names the file's line."""
+    items, lines = sets.read_jsonl(text)
+    try:
+        return eval_questions(set_name, items)
+    except Refusal as refusal:
+        found = re.match(r"questions\[(\d+)\]\.?(.*)", refusal.field or "")
+        if not found:
+            raise
+        line, field = lines[int(found[1])], found[2]
+        message = refusal.message.split(": ", 1)[-1]
+        raise Refusal(
+            refusal.code, f"line {line}: {field or 'the question'}: {message}", field or None, line=line
+        ) from None
 
 
 class EvalConfig(Strict, HowToSearch):

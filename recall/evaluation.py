@@ -48,7 +48,10 @@ def evaluate(request: HttpRequest, principal: Principal, context: dict) -> HttpR
             if data.get("action") == "run":
                 started = runs.start(scope, form["set_name"], _configs(data), started_from="lab")
                 return redirect(_run_url(principal.org, scope.namespace, started["run_id"]))
-            context["uploaded"] = _upload(scope, form["set_name"], request.FILES.get("file"))
+            if data.get("action") == "outcomes":
+                context["uploaded"] = _from_outcomes(scope, form["set_name"])
+            else:
+                context["uploaded"] = _upload(scope, form["set_name"], request.FILES.get("file"))
         listed = sets.listed(scope)
         form["set_name"] = form["set_name"] or (listed[0]["set_name"] if listed else "")
         history = runs.listed(scope, form["set_name"] or None, 50)
@@ -78,14 +81,21 @@ def from_trace(request: HttpRequest, principal: Principal, context: dict) -> Htt
             "gold_keys": [key for key in data.getlist("gold_keys") if key in row["keys"]],
             "should_abstain": data.get("should_abstain") == "true",
         }
-        serializer = inputs.EvalSetUpload(
-            data={"set_name": set_name, "questions": [*sets.items(scope, set_name), question]}
-        )
-        if not serializer.is_valid():
-            raise refusal_of(ValidationError(serializer.errors))
-        checked = serializer.validated_data
-        context["added"] = sets.upload(scope, set_name, [dict(item) for item in checked["questions"]])
+        checked = inputs.eval_questions(set_name, [*sets.items(scope, set_name), question])
+        context["added"] = sets.upload(scope, set_name, checked)
     return render(request, "recall/_from_trace.html", context, status=422 if "error" in context else 200)
+
+
+def _from_outcomes(scope, set_name: str) -> dict:
+    questions, added = sets.from_outcomes(scope, set_name)
+    if not added:
+        raise Refusal(
+            "INVALID_VALUE",
+            "no logged search to add: none whose run memory.outcome rated positive (with its question text kept) "
+            "that the set does not hold",
+            "set_name",
+        )
+    return {**sets.upload(scope, set_name, inputs.eval_questions(set_name, questions)), "added": added}
 
 
 def _upload(scope, set_name: str, file) -> dict:

@@ -179,3 +179,32 @@ def test_a_run_compared_with_an_earlier_one(stored, call):
     page = admin.get(f"/recall/evaluate/{second}", {"namespace": "default", "against": first}).content.decode()
     assert f"wide against wide of run {first}: 0 wins, 1 loss, 3 ties" in page
     assert 'id="metrics-against"' in page and "how are hot desks booked" in page.split('id="wins-losses"')[1]
+
+
+def test_searches_rated_by_memory_outcome_become_a_question_set(backend, alice, settings, call):
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    agent = Agent(call, alice.token("admin"))
+    agent.call("namespace.register", {"namespace": "default", "text_capture": True}, agent.token)
+    agent.set(  # an agent's runs, each searching its own run's memories
+        {"memory_key": "deploy", "value": "production deploys run on tuesday mornings", "run_id": "chat-1"},
+        {"memory_key": "soup", "value": "the soup of the day is tomato on fridays", "run_id": "chat-2"},
+        {"memory_key": "desk", "value": "hot desks are booked through the portal", "run_id": "chat-3"},
+    )
+    agent.search("when do production deploys run", run_id="chat-1")
+    agent.search("which soup is served on fridays", run_id="chat-2")
+    agent.search("how are hot desks booked", run_id="chat-3")  # rated harm: not a label
+    agent.search("how are hot desks booked")  # in no run: nothing rates it
+    for keys, outcome, run in ((["deploy"], "positive", "chat-1"), (["soup", "deploy"], "positive", "chat-2")):
+        agent.call("memory.outcome", {"memory_keys": keys, "outcome": outcome, "run_id": run}, agent.token)
+    agent.call("memory.outcome", {"memory_keys": ["desk"], "outcome": "harm", "run_id": "chat-3"}, agent.token)
+    admin = operator_of(alice, role="admin")
+    body = {"action": "outcomes", "namespace": "default", "set_name": "rated"}
+    page = admin.post("/recall/evaluate", body).content.decode()
+    assert "Uploaded rated version 1: 2 questions (2 from outcomes)." in page
+    _, questions = sets.questions(Scope(org=alice.name, namespace="default", role=Role.ADMIN, subject="t"), "rated")
+    assert [(q.question, q.gold_keys) for q in questions] == [
+        ("when do production deploys run", ("deploy",)),
+        ("which soup is served on fridays", ("soup",)),  # deploy was rated too, but that search did not serve it
+    ]
+    again = admin.post("/recall/evaluate", body)
+    assert again.status_code == 422 and "no logged search to add" in again.content.decode()

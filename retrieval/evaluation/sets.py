@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from retrieval.errors import Refusal
 from retrieval.evaluation.metrics import Question
+from retrieval.search import trace
 from retrieval.store import audit, clickhouse
 from tenancy.access import Scope
 
@@ -145,3 +146,20 @@ def items(scope: Scope, set_name: str) -> list[dict]:
         }
         for q in found
     ]
+
+
+def from_outcomes(scope: Scope, set_name: str) -> tuple[list[dict], int]:
+    """The set's latest questions and, after them, each logged search whose run memory.outcome rated positive (its
+    question text kept) that the set does not hold yet: the question, with the rated keys it served as gold. Returns
+    them and how many were added."""
+    held = items(scope, set_name)
+    ids, asked = {item["id"] for item in held}, {item["question"] for item in held}
+    added = []
+    for row in trace.rated(scope):
+        if f"outcome-{row['trace_id']}" in ids or row["query"] in asked:
+            continue
+        asked.add(row["query"])
+        added.append(
+            {"id": f"outcome-{row['trace_id']}", "question": row["query"], "gold_keys": sorted(row["positive"])}
+        )
+    return held + added, len(added)

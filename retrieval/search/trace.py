@@ -128,3 +128,28 @@ def series(scope: Scope, since=None, until=None, op=None, abstain=None, risk=Non
         """,
         _params(scope, since, until, op, abstain, risk, buckets=buckets),
     )
+
+
+def rated(scope: Scope, limit: int = 5000) -> list[dict]:
+    """Logged searches of this namespace alone, their question text kept, whose run memory.outcome rated positive
+    on keys they served: trace_id, query and those keys (`positive`), oldest first. Labelled questions, as the
+    callers' own outcomes label them (retrieval/evaluation builds question sets from them)."""
+    return clickhouse.query(
+        f"""
+        SELECT t.trace_id AS trace_id, any(t.query) AS query, groupUniqArray(u.memory_key) AS positive
+        FROM (
+            SELECT trace_id, run_id, query, keys, created_at FROM search_trace_log
+            WHERE {_FILTER} AND run_id != '' AND query_captured
+              AND arrayAll(n -> n = {{namespace:String}}, namespaces_searched)
+        ) AS t
+        INNER JOIN (
+            SELECT run_id, memory_key FROM memory_usage
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND event = 'positive' AND run_id != ''
+        ) AS u ON t.run_id = u.run_id
+        WHERE has(t.keys, u.memory_key)
+        GROUP BY t.trace_id
+        ORDER BY min(t.created_at), t.trace_id
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(scope, None, None, None, None, None, limit=limit),
+    )
