@@ -38,12 +38,12 @@ def evaluate(request: HttpRequest, principal: Principal, context: dict) -> HttpR
     form = {"namespace": data.get("namespace", ""), "set_name": data.get("set_name", "").strip()}
     admin = principal.role >= Role.ADMIN
     slots = [{"prefix": f"c{i}_", "config": slot} for i, slot in enumerate(_slots(data))]
-    context.update(form=form, admin=admin, options=options, slots=slots, status=200)
+    context.update(form=form, admin=admin, options=options, slots=slots)
+    if request.method == "POST" and not admin:
+        return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
     with errors_shown(context):
         scope = namespace_scope(principal, form, context)
         if request.method == "POST":
-            if not admin:
-                return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
             scope = authorize(principal, None, scope.namespace, Role.ADMIN)
             if data.get("action") == "run":
                 started = runs.start(scope, form["set_name"], _configs(data), started_from="lab")
@@ -52,13 +52,14 @@ def evaluate(request: HttpRequest, principal: Principal, context: dict) -> HttpR
                 context["uploaded"] = _from_outcomes(scope, form["set_name"])
             else:
                 context["uploaded"] = _upload(scope, form["set_name"], request.FILES.get("file"))
+    status = 422 if "error" in context and request.method == "POST" else 200
+    with errors_shown(context):  # the sets and runs, below a refused form's message too
+        scope = namespace_scope(principal, form, context)
         listed = sets.listed(scope)
         form["set_name"] = form["set_name"] or (listed[0]["set_name"] if listed else "")
         history = runs.listed(scope, form["set_name"] or None, 50)
         context.update(scope=scope, sets=listed, runs=history, chart=json.dumps(_history_chart(history)))
-    if "error" in context and request.method == "POST":
-        context["status"] = 422
-    return render(request, "recall/evaluate.html", context, status=context["status"])
+    return render(request, "recall/evaluate.html", context, status=status)
 
 
 @member_page
@@ -125,7 +126,7 @@ def _configs(data) -> list[dict]:
             if "top_k" in config:
                 config["top_k"] = int(config["top_k"]) if config["top_k"].isdigit() else config["top_k"]
             configs.append(config)
-    serializer = inputs.EvalRun(data={"set_name": data.get("set_name", "").strip() or "-", "configs": configs})
+    serializer = inputs.EvalRun(data={"set_name": data.get("set_name", "").strip(), "configs": configs})
     if not serializer.is_valid():
         raise refusal_of(ValidationError(serializer.errors))
     return [dict(config) for config in serializer.validated_data["configs"]]

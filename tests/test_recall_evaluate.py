@@ -102,6 +102,9 @@ def test_bad_uploads_and_runs_say_what_is_wrong(stored):
     assert bad.status_code == 422 and "line 5: gold_keys: name the keys that answer it" in bad.content.decode()
     assert "No question set yet" in bad.content.decode()
     upload(admin)
+    again = upload(admin, body=b"{not json")
+    assert again.status_code == 422 and "line 1 is not valid JSON" in again.content.decode()
+    assert '<th scope="row">faq</th>' in again.content.decode()  # the sets still listed below the refusal
     refused = start(admin, {"name": "x", "top_k": "lots"})
     assert refused.status_code == 422 and "configs[0].top_k" in refused.content.decode()
 
