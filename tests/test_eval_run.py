@@ -11,6 +11,8 @@ from retrieval.store import clickhouse
 from tenancy.models import ApiToken
 from tests.model_server import Answer
 
+pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
+
 MEMORIES = [
     {"memory_key": "deploy", "value": "production deploys run on tuesday mornings"},
     {"memory_key": "food", "value": "the cafeteria serves soup on fridays"},

@@ -13,6 +13,8 @@ from tests.conftest import Tenant
 from tests.test_eval_run import CONFIGS, finished, load_faq
 from tests.test_recall_lab import operator_of
 
+pytestmark = pytest.mark.cluster  # the schedule's reads run on a two-shard cluster too
+
 
 @pytest.fixture
 def evaluated(backend, agent):

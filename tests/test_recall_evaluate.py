@@ -184,6 +184,7 @@ def test_a_run_compared_with_an_earlier_one(stored, call):
     assert 'id="metrics-against"' in page and "how are hot desks booked" in page.split('id="wins-losses"')[1]
 
 
+@pytest.mark.cluster  # the trace log joined with memory_usage, on a two-shard cluster too
 def test_searches_rated_by_memory_outcome_become_a_question_set(backend, alice, settings, call):
     settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
     agent = Agent(call, alice.token("admin"))
