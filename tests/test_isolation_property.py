@@ -34,10 +34,14 @@ OPS = (
     "memory.related",
     "memory.ask",
     "calibration.get",
+    "eval.set_list",
+    "eval.run_list",
+    "eval.run_get",
     "memory.set",
     "namespace.register",
+    "eval.set_upload",
 )
-NEEDS = {"memory.set": "writer", "namespace.register": "admin"}  # the rest read
+NEEDS = {"memory.set": "writer", "namespace.register": "admin", "eval.set_upload": "admin"}  # the rest read
 
 
 def owner(org: str, namespace: str) -> str:
@@ -63,6 +67,10 @@ def body_of(op: str, org: str, namespace: str) -> dict:
         "calibration.get": {},
         "memory.set": {"memory_key": f"probe-{uuid.uuid4().hex}", "value": "a lighthouse note, by the probe"},
         "namespace.register": {"description": "registered by the probe"},
+        "eval.set_list": {},
+        "eval.run_list": {},
+        "eval.run_get": {},  # the namespace's latest run
+        "eval.set_upload": {"set_name": "probe", "questions": [{"question": "lighthouse?", "should_abstain": True}]},
     }[op]
 
 
@@ -85,6 +93,12 @@ def world(db, call, settings):
             assert call("memory.set", {"namespace": namespace, "items": items}, admin).status == 201
             body = {"namespace": namespace, "query": "when is the lighthouse maintained?", "llm_cache": True}
             assert call("memory.ask", body, admin).status == 200  # a cached answer that names its owner
+            question = {"question": f"lighthouse schedule of {owner(tenant.name, namespace)}?"}
+            question["gold_keys"] = [key(tenant.name, namespace, 0)]
+            upload = {"namespace": namespace, "set_name": owner(tenant.name, namespace), "questions": [question]}
+            assert call("eval.set_upload", upload, admin).status == 201  # a set and a run that name their owner
+            run = {"namespace": namespace, "set_name": owner(tenant.name, namespace), "wait": True}
+            assert call("eval.run", run, admin).status == 200
     return orgs
 
 
