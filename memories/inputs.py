@@ -422,6 +422,12 @@ class MemoryOutcome(OpInput):
     outcome = Choice(("positive", "harm"))
     weight = Number(min_value=0, max_value=10, default=1.0)
     run_id = String(max_chars=256, default="")
+    trace_id = String(
+        max_chars=64,
+        default="",
+        help_text="The search that served these keys (its answer's trace_id): a positive outcome then labels its "
+        "question for evaluation (the Lab's Build from outcomes).",
+    )
 
 
 class SearchTraceLog(OpInput):

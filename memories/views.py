@@ -424,7 +424,9 @@ class MemoryOutcome(OpView):
     example = {"memory_keys": ["customer.acme.contact"], "outcome": "positive"}
 
     def run(self, scope, data):
-        recorded = usage.record(scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"])
+        recorded = usage.record(
+            scope, data["memory_keys"], data["outcome"], data["weight"], data["run_id"], data["trace_id"]
+        )
         return self.answer({"recorded": recorded, "outcome": data["outcome"]})
 
 

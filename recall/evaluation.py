@@ -92,7 +92,7 @@ def _from_outcomes(scope, set_name: str) -> dict:
     if not added:
         raise Refusal(
             "INVALID_VALUE",
-            "no logged search to add: none whose run memory.outcome rated positive (with its question text kept) "
+            "no logged search to add: none that memory.outcome rated positive (with its question text kept) "
             "that the set does not hold",
             "set_name",
         )

@@ -197,18 +197,23 @@ def test_searches_rated_by_memory_outcome_become_a_question_set(backend, alice, 
     agent.search("when do production deploys run", run_id="chat-1")
     agent.search("which soup is served on fridays", run_id="chat-2")
     agent.search("how are hot desks booked", run_id="chat-3")  # rated harm: not a label
-    agent.search("how are hot desks booked")  # in no run: nothing rates it
+    agent.search("where are hot desks booked")  # in no run, and its outcome names no search: no label
+    served = agent.search("how do I book a hot desk").json  # in no run: rated by its trace_id
     for keys, outcome, run in ((["deploy"], "positive", "chat-1"), (["soup", "deploy"], "positive", "chat-2")):
         agent.call("memory.outcome", {"memory_keys": keys, "outcome": outcome, "run_id": run}, agent.token)
     agent.call("memory.outcome", {"memory_keys": ["desk"], "outcome": "harm", "run_id": "chat-3"}, agent.token)
+    agent.call("memory.outcome", {"memory_keys": ["desk"], "outcome": "positive"}, agent.token)
+    rated = {"memory_keys": ["desk"], "outcome": "positive", "trace_id": served["trace_id"]}
+    assert agent.call("memory.outcome", rated, agent.token).status == 200
     admin = operator_of(alice, role="admin")
     body = {"action": "outcomes", "namespace": "default", "set_name": "rated"}
     page = admin.post("/recall/evaluate", body).content.decode()
-    assert "Uploaded rated version 1: 2 questions (2 from outcomes)." in page
+    assert "Uploaded rated version 1: 3 questions (3 from outcomes)." in page
     _, questions = sets.questions(Scope(org=alice.name, namespace="default", role=Role.ADMIN, subject="t"), "rated")
     assert [(q.question, q.gold_keys) for q in questions] == [
         ("when do production deploys run", ("deploy",)),
         ("which soup is served on fridays", ("soup",)),  # deploy was rated too, but that search did not serve it
+        ("how do I book a hot desk", ("desk",)),
     ]
     again = admin.post("/recall/evaluate", body)
     assert again.status_code == 422 and "no logged search to add" in again.content.decode()

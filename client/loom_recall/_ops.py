@@ -473,6 +473,7 @@ class MemoryOutcome(TypedDict, total=False):
     outcome: Required[Literal["positive", "harm"]]
     weight: float
     run_id: str
+    trace_id: str
 
 
 class MemoryRelated(TypedDict, total=False):

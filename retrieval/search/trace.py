@@ -131,21 +131,24 @@ def series(scope: Scope, since=None, until=None, op=None, abstain=None, risk=Non
 
 
 def rated(scope: Scope, limit: int = 5000) -> list[dict]:
-    """Logged searches of this namespace alone, their question text kept, whose run memory.outcome rated positive
-    on keys they served: trace_id, query and those keys (`positive`), oldest first. Labelled questions, as the
-    callers' own outcomes label them (retrieval/evaluation builds question sets from them)."""
+    """Logged searches of this namespace alone, their question text kept, that memory.outcome rated positive on
+    keys they served: trace_id, query and those keys (`positive`), oldest first. An outcome names the search by
+    its trace_id, or else by the run it searched within. Labelled questions, as the callers' own outcomes label
+    them (retrieval/evaluation builds question sets from them)."""
     return clickhouse.query(
         f"""
         SELECT t.trace_id AS trace_id, any(t.query) AS query, groupUniqArray(u.memory_key) AS positive
         FROM (
-            SELECT trace_id, run_id, query, keys, created_at FROM search_trace_log
-            WHERE {_FILTER} AND run_id != '' AND query_captured
-              AND arrayAll(n -> n = {{namespace:String}}, namespaces_searched)
+            SELECT trace_id, query, keys, created_at,
+                   arrayJoin(arrayFilter(link -> link != 'run:', ['trace:' || trace_id, 'run:' || run_id])) AS link
+            FROM search_trace_log
+            WHERE {_FILTER} AND query_captured AND arrayAll(n -> n = {{namespace:String}}, namespaces_searched)
         ) AS t
         INNER JOIN (
-            SELECT run_id, memory_key FROM memory_usage
-            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND event = 'positive' AND run_id != ''
-        ) AS u ON t.run_id = u.run_id
+            SELECT if(trace_id != '', 'trace:' || trace_id, 'run:' || run_id) AS link, memory_key FROM memory_usage
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND event = 'positive'
+              AND (trace_id != '' OR run_id != '')
+        ) AS u ON t.link = u.link
         WHERE has(t.keys, u.memory_key)
         GROUP BY t.trace_id
         ORDER BY min(t.created_at), t.trace_id

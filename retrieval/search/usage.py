@@ -23,7 +23,7 @@ CACHE_SECONDS = 10.0
 _with_events = TtlCache(CACHE_SECONDS)
 
 
-def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: str = "") -> int:
+def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: str = "", trace_id: str = "") -> int:
     now = datetime.now(UTC)
     _namespaces_with_events(scope.org).add((scope.org, scope.namespace))
     return clickhouse.insert(
@@ -36,6 +36,7 @@ def record(scope: Scope, keys: list[str], outcome: str, weight: float, run_id: s
                 "event": outcome,
                 "weight": weight,
                 "run_id": run_id,
+                "trace_id": trace_id,
                 "actor": scope.subject,
                 "created_at": now,
             }
