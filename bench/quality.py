@@ -40,6 +40,7 @@ import os
 import random
 import re
 import sys
+import time
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -293,7 +294,10 @@ def through_evaluation(queries, convs, default: "Answers") -> None:
     configuration: the same search(), so the same recall@10."""
     config = {"name": "default", "top_k": 20, "retrieval_budget": "fast"}
     print("\nthe product's evaluation (question set locomo per conversation, eval.run), against this script's default")
-    print(f"{'conversation':<14}{'questions':>10}{'R@10 eval':>11}{'R@10 bench':>12}{'abstain c0+5':>14}")
+    print(
+        f"{'conversation':<14}{'questions':>10}{'R@10 eval':>11}{'R@10 bench':>12}{'abstain c0+5':>14}"
+        f"{'run s':>8}{'p50 ms':>8}"
+    )
     for conv in convs:
         scope = scope_for(conv)
         questions = [
@@ -308,11 +312,14 @@ def through_evaluation(queries, convs, default: "Answers") -> None:
             if q["conv"] == conv
         ]
         sets.upload(scope, "locomo", questions)
+        started = time.perf_counter()
         run = runs.start(scope, "locomo", [config], started_from="cli", wait=True)
-        measured = runs.report(scope, run["run_id"])["results"]["default"]["metrics"]
+        took = time.perf_counter() - started
+        result = runs.report(scope, run["run_id"])["results"]["default"]
+        measured = result["metrics"]
         print(
             f"{conv:<14}{len(questions):>10}{measured['recall@10']:>11.3f}{mean(default.recall(10, {conv})):>12.3f}"
-            f"{measured['abstain_rate']:>14.3f}"
+            f"{measured['abstain_rate']:>14.3f}{took:>8.1f}{result['latency_ms']['p50']:>8.1f}"
         )
 
 

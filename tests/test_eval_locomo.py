@@ -68,7 +68,7 @@ def test_the_evaluation_reproduces_the_bench(tmp_path):
         [sys.executable, "bench/quality.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = re.findall(r"^(conv-[ab])\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", done.stdout, re.M)
+    rows = re.findall(r"^(conv-[ab])\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+$", done.stdout, re.M)
     assert [(conv, questions) for conv, questions, *_ in rows] == [("conv-a", "9"), ("conv-b", "9")], done.stdout
     for _, _, by_evaluation, by_bench, _ in rows:
         assert by_evaluation == by_bench
