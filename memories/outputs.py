@@ -561,7 +561,7 @@ class EvalReportOut(EvalRunOut):
     progress = serializers.DictField(child=serializers.IntegerField(), help_text="done and total searches.")
     results = serializers.DictField(
         help_text="Per configuration, so far: what summary holds, and by_category (recall@10, hit@10, mrr, "
-        "abstain_rate, false_abstain, questions)."
+        "abstain_rate, false_abstain, their intervals, questions)."
     )
     against = serializers.DictField(
         allow_null=True, help_text="With against: that run, as this one is shown (its results per configuration)."

@@ -62,6 +62,9 @@ def test_per_category():
     assert per["a"]["questions"] == 3 and per["a"]["recall@10"] == pytest.approx(1 / 2)  # questions 0 and 2
     assert per["a"]["abstain_rate"] == 0.0  # question 4 did not abstain
     assert per["b"]["recall@10"] == pytest.approx(1 / 2) and per["b"]["abstain_rate"] == 1.0
+    assert per["b"]["intervals"]["abstain_rate"] == (1.0, 1.0) and per["b"]["intervals"]["recall@10"] == (0.5, 0.5)
+    low, high = per["a"]["intervals"]["recall@10"]  # questions 0 and 2: 1 and 0
+    assert (low, high) == (0.0, 1.0)
 
 
 def test_wins_and_losses_between_two_configurations():

@@ -105,8 +105,12 @@ def _codes(answers: list[Answer]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def by_category(questions: list[Question], answers: list[Answer]) -> dict[str, dict]:
-    """Per category: recall@10, hit@10, MRR, abstain and false-abstain rates, and how many questions."""
+PER_CATEGORY = ("recall@10", "hit@10", "mrr", "abstain_rate", "false_abstain")
+
+
+def by_category(questions: list[Question], answers: list[Answer], resamples: int = RESAMPLES) -> dict[str, dict]:
+    """Per category: recall@10, hit@10, MRR, abstain and false-abstain rates with their 95% intervals (a small
+    category's are wide: read them before a difference), and how many questions."""
     groups = defaultdict(list)
     for q, a in zip(questions, answers):
         groups[q.category].append((q, a))
@@ -116,7 +120,8 @@ def by_category(questions: list[Question], answers: list[Answer]) -> dict[str, d
         scores = _scores(list(qs), list(answered))
         out[category] = {
             "questions": len(qs),
-            **{name: _mean(scores[name]) for name in ("recall@10", "hit@10", "mrr", "abstain_rate", "false_abstain")},
+            **{name: _mean(scores[name]) for name in PER_CATEGORY},
+            "intervals": {name: interval(scores[name], resamples) for name in PER_CATEGORY},
         }
     return out
 
