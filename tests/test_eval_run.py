@@ -225,3 +225,11 @@ def test_two_runs_compared_question_by_question(loaded):
     refused = loaded.call("eval.run_get", {"run_id": newer["run_id"], "against": before["run_id"]}, loaded.token)
     assert (refused.error, refused.json["error"]["field"]) == ("INVALID_VALUE", "against")
     assert "only runs of the same questions compare" in refused.json["error"]["message"]
+
+
+def test_a_runs_searches_stay_out_of_the_trace_log(loaded, settings):
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    loaded.search("when do production deploys run")  # a caller's search: logged
+    assert loaded.call("eval.run", {"set_name": "faq", "wait": True}, loaded.token).json["status"] == "done"
+    rows = loaded.call("memory.search_trace_log", {}, loaded.token).json["rows"]
+    assert [row["op"] for row in rows] == ["memory.search"]  # the run's four searches are in its own results

@@ -28,7 +28,7 @@ from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
 
-OP = "eval.run"  # the op its searches are logged and metered as
+OP = "eval.run"  # the op its searches are metered as (they stay out of the search trace log)
 DEFAULT_TOP_K = 20  # recall@20 needs twenty hits
 BATCH = 25  # results written, and the run's row refreshed, every this many searches
 STALLED_AFTER = timedelta(minutes=10)
@@ -136,7 +136,7 @@ def _ask(scope: Scope, question: Question, config: dict, run_id: str) -> Answer:
     started = time.perf_counter()
     with costs.accounted(scope.org, scope.namespace, OP, scope.subject) as meter:
         try:
-            result = service.search(scope, request, op=OP, run_id=run_id)
+            result = service.search(scope, request, op=OP, run_id=run_id, logged=False)
         except (Refusal, customer.ModelCallRefused, *_FAILURES) as failed:  # the question's; the run goes on
             code = getattr(failed, "code", None) or next(c for kind, c in _FAILURES.items() if isinstance(failed, kind))
             return Answer((), False, "", (time.perf_counter() - started) * 1000, meter.cost_usd, code)

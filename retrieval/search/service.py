@@ -81,11 +81,15 @@ class _Prepared:
     cost_estimate: dict  # what the search may spend, estimated before it ran
 
 
-def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "") -> SearchResult:
+def search(
+    scope: Scope, request: SearchRequest, op: str = "memory.search", run_id: str = "", logged: bool = True
+) -> SearchResult:
+    """`logged=False`: kept out of the search trace log (an evaluation's searches, which keep their own answers and
+    would otherwise swamp the log's latency and abstain series)."""
     clock = _Clock()
     if request.page:
         result = paging.serve(scope, request.page, clock)
-        return _finish(scope, request, result, op, run_id, clock, text_capture=False)
+        return _finish(scope, request, result, op, run_id, clock, False, logged)
     prepared = _prepare(scope, request, clock)
     ctx, degraded = prepared.ctx, list(prepared.degraded)
     pool = Pool()
@@ -161,7 +165,7 @@ def search(scope: Scope, request: SearchRequest, op: str = "memory.search", run_
         rest = [c for c in pool_order if c.id not in served_ids]
         result.next = paging.park(scope, rest, ctx.plan, request.explain, verdict)
     clock.lap("window")
-    return _finish(scope, request, result, op, run_id, clock, prepared.config.text_capture)
+    return _finish(scope, request, result, op, run_id, clock, prepared.config.text_capture, logged)
 
 
 def search_trace(scope: Scope, request: SearchRequest) -> dict:
@@ -354,13 +358,15 @@ def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
     return [c for c in pool.values() if c.meta is not None]
 
 
-def _finish(scope, request, result: SearchResult, op, run_id, clock: _Clock, text_capture: bool) -> SearchResult:
+def _finish(
+    scope, request, result: SearchResult, op, run_id, clock: _Clock, text_capture: bool, logged: bool
+) -> SearchResult:
     if request.render == "reader":
         result.reader_block = reader_block(result)
     result.latency_ms = clock.total_ms
     result.stage_ms = clock.stages
     result.trace_id = uuid.uuid4().hex
-    if settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
+    if logged and settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
         try:
             trace.record(scope, request, result, op, run_id, text_capture)
         except Exception as exc:  # the log fails open: the search has its answer
