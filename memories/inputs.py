@@ -544,13 +544,18 @@ class EvalSetUpload(OpInput):
     )
 
 
-def eval_questions(set_name: str, items: list) -> list[dict]:
-    """Questions checked as eval.set_upload checks its body (the Lab's forms and `loom_eval`); a refusal names the
-    field (`questions[3].gold_keys`)."""
-    serializer = EvalSetUpload(data={"set_name": set_name, "questions": items})
+def checked(shape: type[serializers.Serializer], data: dict) -> dict:
+    """`data` checked as the op whose input `shape` is checks it, outside a request (the Lab's forms, `loom_eval`):
+    the refusal REST would answer, naming the field (`questions[3].gold_keys`)."""
+    serializer = shape(data=data)
     if not serializer.is_valid():
         raise refusal_of(ValidationError(serializer.errors))
-    return [dict(item) for item in serializer.validated_data["questions"]]
+    return dict(serializer.validated_data)
+
+
+def eval_questions(set_name: str, items: list) -> list[dict]:
+    """Questions checked as eval.set_upload checks its body."""
+    return [dict(item) for item in checked(EvalSetUpload, {"set_name": set_name, "questions": items})["questions"]]
 
 
 def eval_questions_from_jsonl(set_name: str, text: str) -> list[dict]:

@@ -548,7 +548,8 @@ class EvalRunOut(serializers.Serializer):
     summary = serializers.DictField(
         allow_null=True,
         help_text="Once done, per configuration: metrics (recall@1/5/10/20, hit@1/5/10, mrr, abstain_rate, "
-        "false_abstain), their 95% bootstrap intervals, latency_ms p50/p95, cost_usd, abstain_codes, counts.",
+        "false_abstain), their 95% bootstrap intervals, latency_ms p50/p95, cost_usd, abstain_codes, counts, "
+        "by_category.",
     )
 
 
@@ -560,7 +561,7 @@ class EvalRunListOut(serializers.Serializer):
 class EvalReportOut(EvalRunOut):
     progress = serializers.DictField(child=serializers.IntegerField(), help_text="done and total searches.")
     results = serializers.DictField(
-        help_text="Per configuration, so far: what summary holds, and by_category (recall@10, hit@10, mrr, "
+        help_text="Per configuration, so far: what summary holds (by_category: recall@10, hit@10, mrr, "
         "abstain_rate, false_abstain, their intervals, questions)."
     )
     against = serializers.DictField(

@@ -540,19 +540,10 @@ class EvalRun(OpView):
 
     def run(self, scope, data):
         configs = [dict(config) for config in data.get("configs") or [{"name": "default"}]]
-        if data["wait"]:
-            _, questions = sets.questions(scope, data["set_name"], data.get("version"))
-            if len(questions) * len(configs) > inputs.MAX_EVAL_WAIT:
-                raise Refusal(
-                    "INVALID_VALUE",
-                    f"{len(questions) * len(configs)} searches are too many to wait for (at most "
-                    f"{inputs.MAX_EVAL_WAIT}): send wait false and poll eval.run_get",
-                    "wait",
-                )
-        started = runs.start(scope, data["set_name"], configs, data.get("version"), wait=data["wait"])
-        return self.answer(
-            runs.get(scope, started["run_id"]) if data["wait"] else started, status=200 if data["wait"] else 202
+        run = runs.start(
+            scope, data["set_name"], configs, data.get("version"), wait=data["wait"], wait_limit=inputs.MAX_EVAL_WAIT
         )
+        return self.answer(run, status=200 if data["wait"] else 202)
 
 
 class EvalRunGet(OpView):

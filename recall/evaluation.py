@@ -13,10 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from rest_framework.exceptions import ValidationError
 
 from memories import inputs
-from memories.errors import refusal_of
 from recall.views import CONFIG, errors_shown, member_page, namespace_scope, respond
 from retrieval import options
 from retrieval.errors import Refusal
@@ -41,24 +39,25 @@ def evaluate(request: HttpRequest, principal: Principal, context: dict) -> HttpR
     context.update(form=form, admin=admin, options=options, slots=slots)
     if request.method == "POST" and not admin:
         return render(request, "recall/forbidden.html", {"need": "an admin of this org"}, status=403)
+    scope = None
     with errors_shown(context):
         scope = namespace_scope(principal, form, context)
         if request.method == "POST":
-            scope = authorize(principal, None, scope.namespace, Role.ADMIN)
+            admin_scope = authorize(principal, None, scope.namespace, Role.ADMIN)
             if data.get("action") == "run":
-                started = runs.start(scope, form["set_name"], _configs(data), started_from="lab")
+                started = runs.start(admin_scope, form["set_name"], _configs(data), started_from="lab")
                 return redirect(_run_url(principal.org, scope.namespace, started["run_id"]))
             if data.get("action") == "outcomes":
-                context["uploaded"] = _from_outcomes(scope, form["set_name"])
+                context["uploaded"] = _from_outcomes(admin_scope, form["set_name"])
             else:
-                context["uploaded"] = _upload(scope, form["set_name"], request.FILES.get("file"))
+                context["uploaded"] = _upload(admin_scope, form["set_name"], request.FILES.get("file"))
     status = 422 if "error" in context and request.method == "POST" else 200
-    with errors_shown(context):  # the sets and runs, below a refused form's message too
-        scope = namespace_scope(principal, form, context)
-        listed = sets.listed(scope)
-        form["set_name"] = form["set_name"] or (listed[0]["set_name"] if listed else "")
-        history = runs.listed(scope, form["set_name"] or None, 50)
-        context.update(scope=scope, sets=listed, runs=history, chart=json.dumps(_history_chart(history)))
+    if scope is not None:
+        with errors_shown(context):  # the sets and runs, below a refused form's message too
+            listed = sets.listed(scope)
+            form["set_name"] = form["set_name"] or (listed[0]["set_name"] if listed else "")
+            history = runs.listed(scope, form["set_name"] or None, 50)
+            context.update(scope=scope, sets=listed, runs=history, chart=json.dumps(_history_chart(history)))
     return render(request, "recall/evaluate.html", context, status=status)
 
 
@@ -126,10 +125,8 @@ def _configs(data) -> list[dict]:
             if "top_k" in config:
                 config["top_k"] = int(config["top_k"]) if config["top_k"].isdigit() else config["top_k"]
             configs.append(config)
-    serializer = inputs.EvalRun(data={"set_name": data.get("set_name", "").strip(), "configs": configs})
-    if not serializer.is_valid():
-        raise refusal_of(ValidationError(serializer.errors))
-    return [dict(config) for config in serializer.validated_data["configs"]]
+    run = inputs.checked(inputs.EvalRun, {"set_name": data.get("set_name", "").strip(), "configs": configs})
+    return [dict(config) for config in run["configs"]]
 
 
 def _run_url(org: str, namespace: str, run_id: str, **more) -> str:

@@ -27,14 +27,14 @@ COLUMNS = [
 
 
 def as_json(scope: Scope, run_id: str) -> str:
-    report = runs.report(scope, run_id)
-    return json.dumps({**report, "answers": runs.answers_table(scope, report["run_id"])}, indent=2, default=str)
+    loaded = runs.load(scope, run_id)
+    return json.dumps({**runs.report_of(scope, *loaded), "answers": runs.answers_table(*loaded)}, indent=2, default=str)
 
 
 def as_csv(scope: Scope, run_id: str) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in runs.answers_table(scope, run_id):
+    for row in runs.answers_table(*runs.load(scope, run_id)):
         writer.writerow({**row, "gold_keys": " ".join(row["gold_keys"]), "served_keys": " ".join(row["served_keys"])})
     return out.getvalue()

@@ -49,11 +49,20 @@ def start(
     started_from: str = "api",
     wait: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    wait_limit: int | None = None,
 ) -> dict:
     """Begin a run of the set under `configs` ([{"name", search fields...}]); returns its row. `wait`: run it in
-    this thread and return once done; `progress(done, total)` is told after each search."""
+    this thread and return its row once done (refused, naming `wait`, past `wait_limit` searches);
+    `progress(done, total)` is told after each search."""
     version, questions = sets.questions(scope, set_name, version)
     configs = [{"name": config["name"], **{k: v for k, v in config.items() if k != "name"}} for config in configs]
+    total = len(questions) * len(configs)
+    if wait and wait_limit is not None and total > wait_limit:
+        raise Refusal(
+            "INVALID_VALUE",
+            f"{total} searches are too many to wait for (at most {wait_limit}): send wait false and poll eval.run_get",
+            "wait",
+        )
     now = datetime.now(UTC)
     run = {
         "org": scope.org,
@@ -62,7 +71,7 @@ def start(
         "set_name": set_name,
         "set_version": version,
         "configs": json.dumps(configs),
-        "total": len(questions) * len(configs),
+        "total": total,
         "status": "running",
         "error": "",
         "started_from": started_from,
@@ -81,13 +90,12 @@ def start(
             {"run_id": run["run_id"], "set_name": set_name, "configs": configs},
         )
     if wait:
-        _execute(scope, run, questions, progress)
-    else:
-        thread = threading.Thread(
-            target=_in_thread, args=(clickhouse.target(), scope, run, questions), name="loom-eval", daemon=True
-        )
-        _threads.add(thread)
-        thread.start()
+        return _shown(_execute(scope, run, questions, progress))
+    thread = threading.Thread(
+        target=_in_thread, args=(clickhouse.target(), scope, run, questions), name="loom-eval", daemon=True
+    )
+    _threads.add(thread)
+    thread.start()
     return _shown(run)
 
 
@@ -107,25 +115,36 @@ def _in_thread(target: str, scope: Scope, run: dict, questions: list[Question]) 
         _threads.discard(threading.current_thread())
 
 
-def _execute(scope: Scope, run: dict, questions: list[Question], progress) -> None:
+def _execute(scope: Scope, run: dict, questions: list[Question], progress) -> dict:
+    """Ask every question under each configuration, writing the answers as it goes; returns the run's last state."""
+    answers: dict[str, list[Answer]] = {}  # kept for the summary: read back, they would be the same
     done, pending = 0, []
     try:
         for config in json.loads(run["configs"]):
+            given = answers.setdefault(config["name"], [])
             for question in questions:
-                pending.append(_result(run, config["name"], question, _ask(scope, question, config, run["run_id"])))
+                given.append(_ask(scope, question, config, run["run_id"]))
+                pending.append(_result(run, config["name"], question, given[-1]))
                 done += 1
                 if progress:
                     progress(done, run["total"])
                 if len(pending) >= BATCH:
                     _write(run, pending)
         _write(run, pending)
-        answers = _answers(scope, run["run_id"])
-        run["summary"] = json.dumps({name: metrics.summarize(questions, answers.get(name, [])) for name in _names(run)})
-        _save({**run, "status": "done"})
+        summary = {name: _summary(questions, given) for name, given in answers.items()}
+        finished = {**run, "status": "done", "summary": json.dumps(summary)}
     except Exception as exc:  # the run is marked failed; its results so far stay readable
         log.exception("evaluation run %s failed", run["run_id"])
-        with contextlib.suppress(clickhouse.ClickHouseUnavailable):  # unsaved, it reads as failed once stalled
-            _save({**run, "status": "failed", "error": str(exc)[:500]})
+        finished = {**run, "status": "failed", "error": str(exc)[:500]}
+    with contextlib.suppress(clickhouse.ClickHouseUnavailable):  # unsaved, it reads as failed once stalled
+        _save(finished)
+    return finished
+
+
+def _summary(questions: list[Question], given: list[Answer]) -> dict:
+    """One configuration's metrics over the questions it has answered so far, and per category."""
+    asked = questions[: len(given)]
+    return {**metrics.summarize(asked, given), "by_category": metrics.by_category(asked, given)}
 
 
 def _ask(scope: Scope, question: Question, config: dict, run_id: str) -> Answer:
@@ -166,7 +185,8 @@ def _save(run: dict) -> None:
 
 
 def _names(run: dict) -> list[str]:
-    return [config["name"] for config in json.loads(run["configs"])]
+    """The run's configurations' names, in order (of a run as `_shown` gives it)."""
+    return [config["name"] for config in run["configs"]]
 
 
 def _answers(scope: Scope, run_id: str) -> dict[str, list[Answer]]:
@@ -236,6 +256,14 @@ def _aware(at: datetime) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
+def load(
+    scope: Scope, run_id: str | None = None, set_name: str | None = None
+) -> tuple[dict, list[Question], dict[str, list[Answer]]]:
+    """A run (as `get` finds it), the questions it asked, and each configuration's answers so far."""
+    run = get(scope, run_id, set_name)
+    return run, sets.questions(scope, run["set_name"], run["set_version"])[1], _answers(scope, run["run_id"])
+
+
 def report(
     scope: Scope,
     run_id: str | None = None,
@@ -247,9 +275,19 @@ def report(
     """A run with its progress and, per configuration, its metrics (partial while it runs), per category, and
     the wins and losses of configuration `b` against `a`: both of this run (default its first two), or `a` of the
     run `against` (an earlier run of the same questions: default b's name there, else its first)."""
-    run = get(scope, run_id, set_name)
-    _, questions = sets.questions(scope, run["set_name"], run["set_version"])
-    answers = _answers(scope, run["run_id"])
+    return report_of(scope, *load(scope, run_id, set_name), a, b, against)
+
+
+def report_of(
+    scope: Scope,
+    run: dict,
+    questions: list[Question],
+    answers: dict[str, list[Answer]],
+    a: str | None = None,
+    b: str | None = None,
+    against: str | None = None,
+) -> dict:
+    """`report` of a run already loaded (`load`)."""
     out = {
         **run,
         "progress": {"done": sum(len(given) for given in answers.values()), "total": run["total"]},
@@ -257,7 +295,7 @@ def report(
         "against": None,
         "wins_losses": None,
     }
-    names = list(out["results"])
+    names = _names(run)
     _check_name(b, names, "b")
     b = b or (names[0] if against else names[1] if len(names) > 1 else None)
     base, base_answers = run, answers
@@ -272,7 +310,7 @@ def report(
             )
         base_answers = _answers(scope, against)
         out["against"] = {**base, "results": _results(base, questions, base_answers)}
-    base_names = [config["name"] for config in base["configs"]]
+    base_names = _names(base)
     _check_name(a, base_names, "a")
     a = a or (b if against and b in base_names else base_names[0])
     if b is not None and len(base_answers.get(a, [])) == len(answers.get(b, [])) == len(questions):
@@ -292,26 +330,15 @@ def _check_name(name: str | None, names: list[str], field: str) -> None:
 
 
 def _results(run: dict, questions: list[Question], answers: dict[str, list[Answer]]) -> dict:
-    """Per configuration: the stored summary once done, else the metrics of the answers so far; by category."""
-    results = {}
-    for name in [config["name"] for config in run["configs"]]:
-        given = answers.get(name, [])
-        asked = questions[: len(given)]
-        stored = (run["summary"] or {}).get(name)
-        results[name] = {
-            **(stored or metrics.summarize(asked, given)),
-            "by_category": metrics.by_category(asked, given),
-        }
-    return results
+    """Per configuration: the summary stored once the run was done, else the metrics of the answers so far."""
+    stored = run["summary"] or {}
+    return {name: stored.get(name) or _summary(questions, answers.get(name, [])) for name in _names(run)}
 
 
-def answers_table(scope: Scope, run_id: str) -> list[dict]:
-    """Every question with each configuration's answer: the run's export."""
-    run = get(scope, run_id)
-    _, questions = sets.questions(scope, run["set_name"], run["set_version"])
-    answers = _answers(scope, run["run_id"])
+def answers_table(run: dict, questions: list[Question], answers: dict[str, list[Answer]]) -> list[dict]:
+    """Every question with each configuration's answer (of a run as `load` gives it): the run's export."""
     rows = []
-    for name in [config["name"] for config in run["configs"]]:
+    for name in _names(run):
         for question, answer in zip(questions, answers.get(name, [])):
             rank = answer.first_rank(question.gold_keys) if question.gold_keys else None
             rows.append(

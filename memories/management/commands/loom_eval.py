@@ -5,11 +5,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 from tqdm import tqdm
 
 from memories import inputs
-from memories.errors import refusal_of
 from retrieval.errors import Refusal
 from retrieval.evaluation import export, runs, schedule, sets
 from retrieval.store import clickhouse
@@ -84,7 +82,7 @@ class Command(BaseCommand):
         try:
             getattr(self, action)(scope, set_name, **options)
         except (Refusal, clickhouse.ClickHouseUnavailable) as exc:
-            raise CommandError(refusal_of(exc).message if isinstance(exc, Refusal) else str(exc)) from None
+            raise CommandError(str(exc)) from None  # a refusal's message, or the outage's
 
     def upload(self, scope, set_name, file, **_):
         try:
@@ -96,10 +94,8 @@ class Command(BaseCommand):
 
     def run(self, scope, set_name, version, configs, format, compare, **_):
         body = {"set_name": set_name, "configs": [self._json(config) for config in configs or []] or None}
-        serializer = inputs.EvalRun(data={key: value for key, value in body.items() if value is not None})
-        if not serializer.is_valid():
-            raise refusal_of(ValidationError(serializer.errors))
-        checked = [dict(config) for config in serializer.validated_data.get("configs") or [{"name": "default"}]]
+        run = inputs.checked(inputs.EvalRun, {key: value for key, value in body.items() if value is not None})
+        checked = [dict(config) for config in run.get("configs") or [{"name": "default"}]]
         with tqdm(total=0, unit="search", file=sys.stderr, disable=None) as bar:
 
             def progress(done, total):
@@ -134,14 +130,15 @@ class Command(BaseCommand):
         return config
 
     def _show(self, scope, run_id, set_name, format, compare, against=None):
-        a, b = compare or (None, None)
-        report = runs.report(scope, run_id, set_name, a, b, against)
+        if format == "table":
+            a, b = compare or (None, None)
+            self.stdout.write(table(runs.report(scope, run_id, set_name, a, b, against)))
+            return
+        run_id = run_id or runs.get(scope, None, set_name)["run_id"]
         if format == "json":
-            self.stdout.write(export.as_json(scope, report["run_id"]))
-        elif format == "csv":
-            self.stdout.write(export.as_csv(scope, report["run_id"]), ending="")
+            self.stdout.write(export.as_json(scope, run_id))
         else:
-            self.stdout.write(table(report))
+            self.stdout.write(export.as_csv(scope, run_id), ending="")
 
 
 def _num(value) -> str:
