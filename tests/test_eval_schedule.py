@@ -1,6 +1,7 @@
 """LOOM_EVAL_SCHEDULE re-runs evaluated sets once their latest run is as old as the schedule; a metric that falls
 below the previous run's 95% interval is named in health (to the org's admins) and on every Lab page."""
 
+import json
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
@@ -8,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from retrieval.evaluation import schedule
+from retrieval.store import clickhouse
 from tenancy.models import ApiToken
 from tests.conftest import Tenant
 from tests.test_eval_run import CONFIGS, finished, load_faq
@@ -61,6 +63,20 @@ def org_of(agent) -> str:
     return ApiToken.verify(agent.token).org.name
 
 
-def test_the_command_runs_what_is_due(db, settings):
+def test_the_command_runs_what_is_due(evaluated, settings):
     with pytest.raises(CommandError, match="LOOM_EVAL_SCHEDULE is off"):
         call_command("loom_eval", "scheduled", stdout=StringIO())
+    settings.LOOM_EVAL_SCHEDULE = "daily"
+    last = evaluated.call("eval.run_get", {"set_name": "faq"}, evaluated.token).json
+    a_day_ago = datetime.now(UTC) - timedelta(days=1, minutes=1)
+    row = {**last, "org": org_of(evaluated), "namespace": "default", "started_at": a_day_ago}
+    now = datetime.now(UTC)  # a later state of the run, which FINAL keeps
+    row |= {"updated_at": now, "configs": json.dumps(last["configs"]), "summary": json.dumps(last["summary"])}
+    fields = ("org", "namespace", "run_id", "set_name", "set_version", "configs", "total", "status", "error")
+    fields += ("started_from", "started_by", "started_at", "updated_at", "summary")
+    clickhouse.insert("eval_runs", [{name: row[name] for name in fields}])  # the run, as if started a day ago
+    out = StringIO()
+    call_command("loom_eval", "scheduled", stdout=out)
+    assert int(out.getvalue().split()[0]) >= 1 and out.getvalue().endswith("question sets run\n")
+    runs = evaluated.call("eval.run_list", {"set_name": "faq"}, evaluated.token).json["runs"]
+    assert [run["started_from"] for run in runs] == ["schedule", "api"]
