@@ -6,7 +6,8 @@ read back.
 
 Each config is served by `make run` itself (gunicorn, 8 threads per worker; the fake 384-d embedder):
 `embedded` on the embedded engine (one worker), `server:N` with N workers on a ClickHouse HTTP server on loopback
-(tests/chserver.py). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: searches
+(tests/chserver.py), `server:N:host` the same with LOOM_CHANGE_MARKER=host (the workers share the host's stamps
+instead of asking the engine what changed on every search). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: searches
 (LoCoMo questions, `fast` budget) and every `--write-every`th request (5; 0: none) a write of a fresh key, as fast
 as answers come. After the run every
 acknowledged write is read back (memory.bulk_get, through any worker). The baseline, timed in the same run against
@@ -37,7 +38,7 @@ from tests.scratch import scratch_dir
 class Served:
     """`make run` itself (PORT, WORKERS), in a scratch var/ directory, with the fake embedder."""
 
-    def __init__(self, workers: int, clickhouse_url: str | None):
+    def __init__(self, workers: int, clickhouse_url: str | None, marker: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         var = scratch_dir("loom-bench-http-")
@@ -45,6 +46,7 @@ class Served:
             **{k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))},
             "LOOM_VAR_DIR": var,
             "LOOM_EMBEDDING_MODEL": "fake-ngram-384",
+            "LOOM_CHANGE_MARKER": marker,
             **({"LOOM_CLICKHOUSE_URL": clickhouse_url} if clickhouse_url else {}),
         }
         self.process = subprocess.Popen(
@@ -171,13 +173,13 @@ def main():
     mix = f"1 write in {args.write_every}" if args.write_every else "searches only"
     print(f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories preloaded; {mix}; ms")
     print(
-        f"{'config':>10} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
+        f"{'config':>13} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
         f"{'health/s':>9}"
     )
     for config in args.configs:
-        backend, _, workers = config.partition(":")
+        backend, workers, marker = (config.split(":") + ["1", "engine"])[:3]
         server = Server(scratch_dir("loom-bench-http-ch-")) if backend == "server" else None
-        served = Served(int(workers or 1), server.url if server else None)
+        served = Served(int(workers), server.url if server else None, marker)
         try:
             preload(served, turns, args.memories)
             result = load(served, questions, args.clients, args.seconds, args.write_every)
@@ -188,11 +190,11 @@ def main():
                 server.stop()
         cuts = statistics.quantiles(result["latencies"], n=100)
         print(
-            f"{config:>10} {result['rps']:>7.1f} {cuts[49]:>7.1f} {cuts[94]:>7.1f} {cuts[98]:>7.1f} "
+            f"{config:>13} {result['rps']:>7.1f} {cuts[49]:>7.1f} {cuts[94]:>7.1f} {cuts[98]:>7.1f} "
             f"{len(result['errors']):>7} {result['writes']:>7} {result['missing']:>5} {health:>9.1f}"
         )
         if result["errors"]:
-            print(f"{'':>10} errors: {sorted(set(result['errors']))}")
+            print(f"{'':>13} errors: {sorted(set(result['errors']))}")
 
 
 if __name__ == "__main__":

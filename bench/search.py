@@ -12,7 +12,9 @@ same run on the same vectors: numpy `X @ q` and an argpartition top-k over a
 float32 matrix already in memory; and the same searches with the vector mirror
 off (`scan`: ClickHouse's exact scan in SQL). Reported: median (p50) and p95 per
 search, and the p50 ratio to numpy. `--backend server` runs it all against a
-ClickHouse HTTP server on loopback (tests/chserver.py), the production path. `--rerank` also times each search with
+ClickHouse HTTP server on loopback (tests/chserver.py), the production path, and times the searches once more
+with LOOM_CHANGE_MARKER=host (`marked`: no statement asking what other processes wrote, unless a write on this
+host stamped the namespace since; retrieval/store/change_marker.py). `--rerank` also times each search with
 `rerank: "builtin:cohere"` against an instant Cohere-speaking reranker on
 127.0.0.1 (tests/model_server.py): what the rerank step itself costs (the widened
 pool, reading its head's text, the round trip), not a reranker's own latency.
@@ -126,7 +128,7 @@ def main():
     )
     print(
         f"{'memories':>9} {'search p50':>11} {'search p95':>11} {'scan p50':>9} {'numpy p50':>10} {'numpy p95':>10} "
-        f"{'p50 ratio':>10}"
+        f"{'p50 ratio':>10}" + (f" {'marked p50':>11} {'marked p95':>11}" if args.backend == "server" else "")
     )
     stage_report = []
     for size in args.sizes:
@@ -138,6 +140,14 @@ def main():
         ):
             time.sleep(0.05)  # the first search started the mirror's load; measure once it is in
         found, stages = searches(scope, questions, args.budget, args.top_k)
+        stage_report.append((size, stages))
+        marked = []
+        if args.backend == "server":
+            settings.LOOM_CHANGE_MARKER = "host"
+            searches(scope, questions[:1], args.budget, args.top_k)  # the first asks: nothing asked since the load
+            marked, marked_stages = searches(scope, questions, args.budget, args.top_k)
+            settings.LOOM_CHANGE_MARKER = "engine"
+            stage_report.append((f"{size}, marked", marked_stages))
         settings.LOOM_VECTOR_MIRROR = False
         scanned, _ = searches(scope, questions, args.budget, args.top_k)
         settings.LOOM_VECTOR_MIRROR = True
@@ -146,8 +156,8 @@ def main():
         print(
             f"{size:>9} {p50:>11.1f} {percentile(found, 95):>11.1f} {percentile(scanned, 50):>9.1f} {base50:>10.2f} "
             f"{percentile(base, 95):>10.2f} {p50 / base50:>10.1f}"
+            + (f" {percentile(marked, 50):>11.1f} {percentile(marked, 95):>11.1f}" if marked else "")
         )
-        stage_report.append((size, stages))
         if args.rerank:
             reranked, rerank_stages = searches(scope, questions, args.budget, args.top_k, "builtin:cohere")
             print(

@@ -553,6 +553,19 @@ LOOM_VECTOR_MIRROR = env.boolean(
     True,
     doc="score unfiltered searches (and judge writes) from an in-process copy of each namespace's live vectors; on a ClickHouse server each search first reads the rows other processes wrote since its last read",
 )
+# How a search on a ClickHouse server learns that another process wrote (retrieval/store/change_marker.py).
+LOOM_CHANGE_MARKER = env.choice(
+    "LOOM_CHANGE_MARKER",
+    "engine",
+    ("engine", "host"),
+    doc="on a ClickHouse server, how a search learns of other processes' writes before it reads its in-process copies (vectors, side tables, configuration): `engine` asks ClickHouse every search (two statements); `host` asks only when a write on this host stamped the namespace in `$LOOM_VAR_DIR/changes` since: right only when every process writing to the database runs on this host with this LOOM_VAR_DIR",
+)
+LOOM_CHANGE_MARKER_MAX_AGE_S = env.number(
+    "LOOM_CHANGE_MARKER_MAX_AGE_S",
+    5.0,
+    minimum=0,
+    doc="with `host`, a search asks the engine anyway once its last answer is this old: how late a write from elsewhere (another host, SQL by hand) can be",
+)
 # The embedding worker inside the server process: auto = with the embedded engine (nothing else may open its data).
 LOOM_EMBEDDING_WORKER = env.choice(
     "LOOM_EMBEDDING_WORKER",

@@ -1,5 +1,6 @@
 """Two app processes on one ClickHouse server, or on two nodes of a cluster: what one acknowledges, the other's next
-search reads at once, though its vector mirror was loaded before."""
+search reads at once, though its vector mirror was loaded before: whether searches ask the engine what changed
+(LOOM_CHANGE_MARKER=engine) or read the host's stamps (`host`)."""
 
 import subprocess
 import sys
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_vector_mirror import agent_org, wait_for_mirror
+from retrieval.store import clickhouse
+from tests.test_vector_mirror import agent_org, wait_for_mirror, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,6 +26,7 @@ from tenancy.access import Scope
 from tenancy.roles import Role
 
 clickhouse.use(sys.argv.pop(1))
+settings.VAR_DIR, settings.LOOM_CHANGE_MARKER = sys.argv.pop(1), sys.argv.pop(1)  # the host's stamps, or not
 if nodes := sys.argv.pop(1):
     settings.LOOM_CLICKHOUSE_CLUSTER, settings.LOOM_CLICKHOUSE_CLUSTER_NODES = "loom", nodes.split(",")
 scope = Scope(org=sys.argv[1], namespace="default", role=Role.ADMIN, subject="process:other")
@@ -44,19 +47,25 @@ else:
 """
 
 
+@pytest.fixture(params=["engine", "host"])
+def marker(request, settings):
+    settings.LOOM_CHANGE_MARKER = request.param
+    return request.param
+
+
 @pytest.fixture
-def other_process(request, backend):
-    """Runs OTHER in a new process: on the test's server, or on the cluster's second node (this process uses the
-    first)."""
+def other_process(request, backend, marker, settings):
+    """Runs OTHER in a new process on this host (this process's LOOM_VAR_DIR): on the test's server, or on the
+    cluster's second node (this process uses the first). `other_process.host` names another host's var dir."""
     if backend == "cluster":
         nodes = request.getfixturevalue("clickhouse_cluster").urls
         url, listed = nodes[1], ",".join(nodes)
     else:
         url, listed = request.getfixturevalue("clickhouse_server").url, ""
 
-    def run(*args: str) -> None:
+    def run(*args: str, host: str = str(settings.VAR_DIR)) -> None:
         done = subprocess.run(
-            [sys.executable, "-c", OTHER, url, listed, *args],
+            [sys.executable, "-c", OTHER, url, host, marker, listed, *args],
             cwd=ROOT,
             env={"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"},
             capture_output=True,
@@ -72,6 +81,7 @@ def other_process(request, backend):
 def test_another_processs_write_and_delete_are_in_the_next_search(backend, agent, other_process):
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     wait_for_mirror(agent)  # this process's mirror holds the namespace as it was
+    agent.search("what does the cafeteria serve")  # ...and has asked what changed since
     org = agent_org(agent)
     other_process(org, "set", "offsite", "the quarterly offsite is in lisbon")
     hit = agent.search("where is the quarterly offsite").json["hits"][0]
@@ -112,3 +122,27 @@ def test_another_processs_namespace_configuration_is_in_the_next_search(backend,
     assert len(agent.hits("the offsite plan", min_similarity=0)) == 3  # this process has read the configuration
     other_process(agent_org(agent), "register", '{"top_k": 1}')
     assert len(agent.hits("the offsite plan", min_similarity=0)) == 1
+
+
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
+@pytest.mark.parametrize("marker", ["host"], indirect=True)
+def test_with_the_host_marker_a_search_after_no_write_asks_the_engine_nothing(backend, agent, marker):
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    agent.search("what does the cafeteria serve")  # asks once: the mirror was just loaded
+    with clickhouse.recorded() as statements:
+        assert agent.hits("what does the cafeteria serve")[0] == "seed"
+    assert not [sql for sql in statements if "inserted_at >" in sql or "FROM session_summaries" in sql], statements
+
+
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
+@pytest.mark.parametrize("marker", ["host"], indirect=True)
+def test_with_the_host_marker_a_delete_on_another_host_is_read_within_the_max_age(
+    backend, agent, other_process, settings, tmp_path
+):
+    settings.LOOM_CHANGE_MARKER_MAX_AGE_S = 1.0
+    agent.set({"memory_key": "offsite", "value": "the quarterly offsite is in lisbon"})
+    wait_for_mirror(agent)
+    assert agent.hits("where is the quarterly offsite")[0] == "offsite"
+    other_process(agent_org(agent), "delete", "offsite", host=str(tmp_path))  # stamps another host's file
+    wait_until(lambda: "offsite" not in agent.hits("where is the quarterly offsite", min_similarity=0), timeout=10)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from retrieval.caching import TtlCache
-from retrieval.store import audit, clickhouse
+from retrieval.store import audit, change_marker, clickhouse
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 
@@ -91,6 +91,7 @@ def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
         ],
     )
     _configs.put((scope.org, scope.namespace), config)
+    change_marker.wrote(scope.org, scope.namespace)
     audit.record(scope.org, scope.subject, "namespace.register", scope.namespace, changes)
     return config, created
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from retrieval.caching import TtlCache
 from retrieval.language.query import analyse
-from retrieval.store import clickhouse
+from retrieval.store import change_marker, clickhouse
 from tenancy.access import Scope
 
 # Columns a read serves (the table's bookkeeping, revision, stays inside).
@@ -307,6 +307,9 @@ def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20
 # (`side_tables_held`) before it reads them.
 SIDE_KEYS = {"session_summaries": "session_id", "entity_summaries": "entity", "memory_records": "record_key"}
 _held = TtlCache(10)
+_asked = TtlCache(
+    0
+)  # on a ClickHouse server: (the host's stamps then, the answer); `change_marker` says how long it serves
 
 
 def _side(table: str) -> str:
@@ -336,11 +339,17 @@ def side_tables_held(
     """The side tables holding a live row in any of these namespaces, and the configuration revision of namespace
     `configured` (0: none registered; None: not asked). The embedded engine's answer is kept 10 s per namespace (every
     write passes through this process, and says so at once: `now_holds`) and its configuration is not asked (the
-    process's copy is the engine's); on a ClickHouse server another process may have written either since, so every
-    search asks, in one statement."""
-    if clickhouse.backend() != "embedded":
-        return _side_tables(org, namespaces, configured)
+    process's copy is the engine's); on a ClickHouse server another process may have written either since, so a
+    search asks, in one statement, unless the host's stamps say nothing was written since it last asked
+    (retrieval/store/change_marker.py)."""
     target = clickhouse.target()
+    if clickhouse.backend() != "embedded":
+        stamps = [change_marker.now(org, namespace) for namespace in sorted({*namespaces, configured or ""} - {""})]
+        key = (target, org, tuple(namespaces), configured)
+        asked = _asked.last(key)
+        if asked is not None and all(map(change_marker.unchanged, asked[0], stamps)):
+            return asked[1]
+        return _asked.put(key, (stamps, _side_tables(org, namespaces, configured)))[1]
     held = frozenset().union(*(_held.get((target, org, n), lambda n=n: _side_tables(org, [n])[0]) for n in namespaces))
     return held, None
 
@@ -365,7 +374,8 @@ def _side_tables(org: str, namespaces: list[str], configured: str | None = None)
 
 
 def now_holds(table: str, org: str, namespace: str) -> None:
-    """A write just stored a live row in `table`: this process's next search reads it."""
+    """A write just stored a live row in `table`: the next search here, and on the host's other processes, reads it."""
+    change_marker.wrote(org, namespace)
     key = (clickhouse.target(), org, namespace)
     if (known := _held.last(key)) is not None:  # else the next search reads what the namespace holds
         _held.put(key, known | {table})

@@ -39,7 +39,7 @@ from django.conf import settings
 
 from retrieval import metrics
 from retrieval.language import text
-from retrieval.store import clickhouse, native
+from retrieval.store import change_marker, clickhouse, native
 from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
@@ -80,6 +80,7 @@ class Vectors:
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
         self.since: datetime | None = None
         self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
+        self.asked: change_marker.Stamp | None = None  # the host's stamp of the namespace as of the last delta read
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
@@ -418,18 +419,21 @@ SYNC_LAG = timedelta(seconds=2)
 def sync(org: str, namespaces: list[str], model: str) -> None:
     """Bring these namespaces' loaded mirrors up to what the engine holds (on a ClickHouse server, where other
     processes write; the embedded engine's writes all pass through this process). Once per op, before it reads
-    the mirrors. A mirror that cannot be brought up to date is dropped: ClickHouse answers until it loads again."""
+    the mirrors, unless the host's stamp says no write came since the last read (retrieval/store/change_marker.py). A
+    mirror that cannot be brought up to date is dropped: ClickHouse answers until it loads again."""
     if not enabled() or clickhouse.backend() == "embedded":
         return
     target = clickhouse.target()
     for namespace in namespaces:
         key = (target, org, namespace, model)
         mirror = _mirrors.get(key)
-        if mirror is None:
+        stamp = change_marker.now(org, namespace)
+        if mirror is None or change_marker.unchanged(mirror.asked, stamp):
             continue
         try:
             with mirror.syncing:
                 _read_delta(mirror, org, namespace, model)
+                mirror.asked = stamp
         except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
             log.warning("vector mirror of %s/%s dropped: its delta read failed: %s", org, namespace, exc)
             with _lock:
@@ -665,6 +669,8 @@ def _live_memory_columns(org: str, namespace: str, only: list[tuple] | None = No
 
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
     """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
+    if rows:
+        change_marker.wrote(org, namespace)
     if not enabled() or not rows:
         return
     shown = None
@@ -686,6 +692,8 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:
     """The write path superseded or deleted these row versions."""
+    if rows:
+        change_marker.wrote(org, namespace)
     if not enabled() or not rows:
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
