@@ -249,7 +249,7 @@ class Vectors:
         approx = approx[0]
         approx *= self.scales[:size]
         approx[~self.visible[:size]] = -np.inf
-        return np.argpartition(approx, size - candidates)[size - candidates :]
+        return _largest(approx, candidates)
 
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
         """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
@@ -351,6 +351,19 @@ class Vectors:
                 now = len(self.ids)
                 trained.extend(self.values[size:now], self.codes[size:now], self.scales[size:now])
                 self.cells = trained
+
+
+def _largest(scores: np.ndarray, count: int) -> np.ndarray:
+    """The positions of the `count` largest scores, in no order: those at or above a cut a sample of the scores
+    suggests (a pass that only compares), partitioned; all of them when the cut kept too few. At 1M scores ~0.5 ms
+    where partitioning them all costs ~4."""
+    size = len(scores)
+    sample = scores[:: max(1, size // 8192)]
+    keep = min(len(sample) - 1, 3 * count * len(sample) // size)  # ~3x the count above the cut, if the sample is fair
+    above = np.flatnonzero(scores >= np.partition(sample, len(sample) - 1 - keep)[len(sample) - 1 - keep])
+    if len(above) < count:
+        return np.argpartition(scores, size - count)[size - count :]
+    return above[np.argpartition(scores[above], len(above) - count)[len(above) - count :]]
 
 
 def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines: list, out_rows: list) -> None:
