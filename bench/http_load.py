@@ -53,8 +53,8 @@ class Served:
             ["make", "--no-print-directory", "run", f"PORT={self.port}", f"WORKERS={workers}"],
             cwd=ROOT,
             env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=open(Path(var) / "make-run.log", "wb"),  # noqa: SIM115 -- make run's, read if it fails
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # stop() signals make and the gunicorn it runs together
         )
         deadline = time.monotonic() + 120
@@ -68,10 +68,12 @@ class Served:
                 pass
             time.sleep(0.2)
         self.stop()
-        raise RuntimeError("make run did not answer /v1/health within 120 s")
+        tail = (Path(var) / "make-run.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"make run did not answer /v1/health within 120 s:\n{tail}")
 
     def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
         self.process.wait(timeout=30)
 
 
@@ -177,9 +179,10 @@ def main():
         f"{'health/s':>9}"
     )
     for config in args.configs:
-        backend, workers, marker = (config.split(":") + ["1", "engine"])[:3]
+        backend, _, rest = config.partition(":")
+        workers, _, marker = rest.partition(":")
         server = Server(scratch_dir("loom-bench-http-ch-")) if backend == "server" else None
-        served = Served(int(workers), server.url if server else None, marker)
+        served = Served(int(workers or 1), server.url if server else None, marker or "engine")
         try:
             preload(served, turns, args.memories)
             result = load(served, questions, args.clients, args.seconds, args.write_every)

@@ -2,18 +2,22 @@
 and 1M rows, and 1M rows over 1,000 namespaces, against numpy and the memory-bandwidth bound.
 
     .venv/bin/python bench/scale.py [--sizes 10000 100000 1000000] [--spread 1000000:1000] [--queries 200] [--real]
+                                    [--noise 0.3 0.1]
 
 A component benchmark: `Vectors.top()` itself, what an unfiltered search's vector leg runs on either backend,
 without the rest of the search (bench/search.py times whole searches). Rows are synthetic unit vectors, 384-d, in
-200 clusters; a query is a row plus noise. Reported per size: p50 and p95 of `top()` (the value axis, as a
-namespace without the key axis searches; pool 100; codes-first from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows);
+200 clusters; a query is a row plus noise, 0.3 a dimension (its cosine to that row ~0.17: a question near no row)
+and, a second row per size, 0.1 (~0.45; `--noise`). Reported per size: which read the mirror made (`read`: mirror,
+codes from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows, bits from LOOM_MEMORY_SEARCH_BITS_MIN_ROWS once the mirror's
+check on its queries, sent once untimed first, found that they keep the nearest rows); p50 and p95 of `top()` (the
+value axis, as a namespace without the key axis searches; pool 100);
 recall@10 of its order against numpy's exact top-10 (codes-first is approximate until its rescoring); numpy's
 `X @ q` with an argpartition over the value matrix (the baseline, same run); the bandwidth bound, the bytes a
 float32 scan of the value matrix reads divided by the memory bandwidth a large array copy measures in the same
 run; and the process's RSS growth while the mirror was built. `--spread N:M` spreads N rows over M namespaces and
 times a search of one namespace, chosen at random. `--real` adds a row on real embeddings: the local embedder's
-vectors of 45,000 sentences (bench/real_vectors.py), searched with the vectors of 5,000 others, codes first
-whatever LOOM_MEMORY_SEARCH_CODES_MIN_ROWS says: random vectors flatter an approximate read.
+vectors of 45,000 sentences (bench/real_vectors.py), searched with the vectors of 5,000 others, codes and bits
+first whatever the thresholds say: random vectors flatter an approximate read.
 """
 
 import argparse
@@ -62,7 +66,15 @@ def _timed(run) -> float:
 
 
 def timed_searches(searched: list[tuple[Vectors, np.ndarray, np.ndarray]]) -> tuple[list, list, list]:
-    """For each (mirror, its value matrix, query): top()'s ms, numpy's ms, and top()'s recall@10."""
+    """For each (mirror, its value matrix, query): top()'s ms, numpy's ms, and top()'s recall@10. Each mirror is
+    sent its queries once first, untimed, and any check of its bits they start is waited for."""
+    for built, _, q in searched:
+        built.top(q, False, POOL)
+    bits_from = settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS
+    for built in {id(built): built for built, _, _ in searched}.values():
+        if built.first_read(False) != "mirror" and bits_from and len(built.ids) >= bits_from:
+            while built.bits_checked is None:  # the queries above started it
+                time.sleep(0.05)
     ours, base, recall = [], [], []
     for built, values, q in searched:
         start = time.perf_counter()
@@ -77,10 +89,10 @@ def timed_searches(searched: list[tuple[Vectors, np.ndarray, np.ndarray]]) -> tu
     return ours, base, recall
 
 
-def report(label: str, ours, base, recall, rows: int, bound_ms: float, grown_mb: float) -> None:
+def report(label: str, read: str, ours, base, recall, rows: int, bound_ms: float, grown_mb: float) -> None:
     p50, p95 = np.percentile(ours, 50), np.percentile(ours, 95)
     print(
-        f"{label:>16} {rows:>9,} {p50:>8.2f} {p95:>8.2f} {np.mean(recall):>7.3f} {np.percentile(base, 50):>9.2f} "
+        f"{label:>22} {read:>6} {rows:>9,} {p50:>8.2f} {p95:>8.2f} {np.mean(recall):>7.3f} {np.percentile(base, 50):>9.2f} "
         f"{bound_ms:>9.2f} {p50 / np.percentile(base, 50):>6.2f} {grown_mb:>8.0f}"
     )
 
@@ -90,7 +102,8 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--spread", default="1000000:1000", help="N:M, N rows over M namespaces ('' to skip)")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--real", action="store_true", help="add a row on real embeddings (45,000 rows)")
+    parser.add_argument("--real", action="store_true", help="add rows on real embeddings (45,000 rows)")
+    parser.add_argument("--noise", type=float, nargs="+", default=[0.3, 0.1], help="a row per size for each")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     bandwidth = bandwidth_gbs()
@@ -99,7 +112,7 @@ def main():
         f"{bandwidth:.1f} GB/s; ms"
     )
     print(
-        f"{'namespaces':>16} {'rows':>9} {'p50':>8} {'p95':>8} {'R@10':>7} {'numpy p50':>9} {'bound':>9} "
+        f"{'namespaces':>22} {'read':>6} {'rows':>9} {'p50':>8} {'p95':>8} {'R@10':>7} {'numpy p50':>9} {'bound':>9} "
         f"{'ratio':>6} {'RSS +MB':>8}"
     )
     for size in args.sizes:
@@ -107,18 +120,26 @@ def main():
         before = rss_mb()
         built = mirror("ns", values, keys)
         grown = rss_mb() - before
-        queries = unit(values[rng.integers(0, size, args.queries)] + 0.3 * rng.standard_normal((args.queries, DIM)))
-        ours, base, recall = timed_searches([(built, values, q) for q in queries])
-        report("1", ours, base, recall, size, values.nbytes / (bandwidth * 1e9) * 1000, grown)
+        for noise in args.noise:
+            near = values[rng.integers(0, size, args.queries)]
+            queries = unit(near + noise * rng.standard_normal((args.queries, DIM)))
+            built.bits_checked, built.searched = None, 0  # each set of queries is checked on its own
+            ours, base, recall = timed_searches([(built, values, q) for q in queries])
+            bound = values.nbytes / (bandwidth * 1e9) * 1000
+            report(f"1 (noise {noise})", built.first_read(False), ours, base, recall, size, bound, grown)
         del built, values, keys
     if args.real:
         real = embedded(50_000)
         before = rss_mb()
         built = mirror("real", real[:45_000], real[:45_000])
         grown = rss_mb() - before
+        bound = real[:45_000].nbytes / (bandwidth * 1e9) * 1000
+        searched = [(built, real[:45_000], q) for q in real[45_000 : 45_000 + args.queries]]
         settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
-        ours, base, recall = timed_searches([(built, real[:45_000], q) for q in real[45_000 : 45_000 + args.queries]])
-        report("1 (real, codes)", ours, base, recall, 45_000, real[:45_000].nbytes / (bandwidth * 1e9) * 1000, grown)
+        for bits_from in (0, 1):  # codes, then bits (once checked)
+            settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = bits_from
+            timed = timed_searches(searched)
+            report("1 (real)", built.first_read(False), *timed, 45_000, bound, grown)
         del built
     if args.spread:
         total, count = (int(part) for part in args.spread.split(":"))
@@ -136,7 +157,16 @@ def main():
                 (built, values, unit(values[rng.integers(0, per)][None, :] + 0.3 * rng.standard_normal((1, DIM)))[0])
             )
         ours, base, recall = timed_searches(searched)
-        report(f"{count:,}", ours, base, recall, total, per * DIM * 4 / (bandwidth * 1e9) * 1000, grown)
+        report(
+            f"{count:,}",
+            spaces[0][0].first_read(False),
+            ours,
+            base,
+            recall,
+            total,
+            per * DIM * 4 / (bandwidth * 1e9) * 1000,
+            grown,
+        )
 
 
 if __name__ == "__main__":

@@ -381,8 +381,8 @@ class SearchOut(serializers.Serializer):
         "spelled), query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed), "
         "names_checked (the names the query is about) and names_found (those a live row mentions: when it names "
         "some and finds none, the search abstains with entity_absent), fallback (the weak-pass fallback's "
-        "rounds, LLM calls, and why it did not run), retrieval_cost_estimate, and vector_read (clickhouse, mirror "
-        "or codes: how the vector leg read)."
+        "rounds, LLM calls, and why it did not run), retrieval_cost_estimate, and vector_read (clickhouse, mirror, "
+        "codes or bits: how the vector leg read)."
     )
 
 
@@ -453,7 +453,9 @@ class SearchTraceOut(serializers.Serializer):
     key_axis = serializers.BooleanField()
     vector_read = serializers.CharField(
         help_text="How the vector leg read: clickhouse (an exact scan in SQL), mirror (the exact scan of the "
-        "process's copy), codes (int8 codes first, the best rescored at full precision), empty when it did not run."
+        "process's copy), codes (int8 codes first, the best rescored at full precision), bits (the int8 codes of "
+        "the rows whose sign bits are nearest the query's, in a mirror whose recent queries showed that they keep "
+        "the nearest rows), empty when it did not run."
     )
     thresholds = serializers.DictField()
     degraded = serializers.ListField(child=serializers.CharField())

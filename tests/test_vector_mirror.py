@@ -190,6 +190,30 @@ def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings
     assert all(built.ids[3] not in [hit[0] for hit in top] for top in coded)
 
 
+@pytest.mark.parametrize("noise, read", [(0.05, "bits"), (0.6, "codes")])
+def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_queries_nearest_rows(settings, noise, read):
+    """From LOOM_MEMORY_SEARCH_BITS_MIN_ROWS rows the codes pass reads only the rows whose sign bits are nearest the
+    query's, once a check on the mirror's recent queries found that the bits keep their nearest rows: queries near
+    some row pass, queries near none (their "nearest" barely above noise) do not, and the codes of every row serve
+    them. Either way the top rows are the exact scan's."""
+    import numpy as np
+
+    from tests.synthetic import mirror, unit, vectors
+
+    rng = np.random.default_rng(7)
+    values = vectors(20_000, rng)
+    built = mirror("ns", values, values)
+    queries = unit(values[rng.integers(0, 20_000, 80)] + noise * rng.standard_normal((80, 384)).astype(np.float32))
+    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 1000, 200
+    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_BITS_KEEP = 10_000, 0.05
+    exact = [built.top(query, False, 50) for query in queries]  # codes: the bits are not checked yet
+    assert built.first_read(False) == "codes"
+    wait_until(lambda: built.bits_checked is not None)
+    assert built.first_read(False) == read
+    found = [built.top(query, False, 50) for query in queries]
+    assert [[hit[0] for hit in top[:10]] for top in found] == [[hit[0] for hit in top[:10]] for top in exact]
+
+
 def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(settings):
     """From LOOM_WRITE_GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
     (retrieval/store/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
@@ -274,6 +298,16 @@ def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings
     assert coded["retrieval_work"]["vector_read"] == "codes" and coded["hits"][0]["memory_key"] == "k00"
     traced = agent.call("memory.search_trace", {"query": "production deploys"}, agent.token).json
     assert traced["vector_read"] == "codes"
+    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = 1
+    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+
+    def checked():  # once the mirror has been sent enough queries, it asks whether the bits keep their nearest rows
+        agent.search("production deploys")
+        return mirror.bits_checked is not None
+
+    wait_until(checked)
+    bits = agent.search("production deploys").json
+    assert bits["retrieval_work"]["vector_read"] == "bits" and bits["hits"][0]["memory_key"] == "k00"
 
 
 @pytest.mark.parametrize("backend", ["server"], indirect=True)

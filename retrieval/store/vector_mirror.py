@@ -70,6 +70,14 @@ class Vectors:
         # these first and rescores the best rows at full precision (`_codes_first`).
         self.codes = np.zeros((0, 0), dtype=np.int8)
         self.scales = np.zeros(0, dtype=np.float32)
+        # ...and as their signs, a bit a dimension: a very large mirror reads the codes of the rows whose bits differ
+        # least from the query's (`_bits_first`), once `_check_bits` found that they keep the nearest rows of the
+        # mirror's own recent queries.
+        self.bits = np.zeros((0, 0), dtype=np.uint8)
+        self.recent: np.ndarray | None = None  # the last BITS_CHECK_QUERIES queries of a search past the codes' rows
+        self.searched = 0  # how many such searches there were
+        self.bits_checked: tuple[int, int, bool] | None = None  # (rows, searches) then, whether the bits kept them
+        self.checking = threading.Lock()
         self.visible = np.zeros(0, dtype=bool)  # live, not a reflection, not a duplicate
         self.dated = np.zeros(0, dtype="datetime64[ms]")  # each row's dated_at, for a dated question's rows
         # Each row's write scope (agent, user, session, run), coded: the write gates compare within one.
@@ -108,6 +116,7 @@ class Vectors:
                 self.shown[at] = shown.get(_identity(row)) or self.shown[at]
                 self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
                 self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
+                self.bits[at] = _signs(self.values[at])
                 self.dated[at] = _ms(row["dated_at"])
         if not fresh:
             return
@@ -116,6 +125,7 @@ class Vectors:
         self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
         self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
         self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
+        self.bits[start:end] = _signs(self.values[start:end])
         self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
         self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
         codes = self.scope_ids
@@ -157,9 +167,11 @@ class Vectors:
                 grown[: len(self.ids)] = old[: len(self.ids)]
             setattr(self, name, grown)
         codes = np.zeros((capacity, dim), dtype=np.int8)
+        bits = np.zeros((capacity, (dim + 7) // 8), dtype=np.uint8)
         if self.ids:  # the first add finds none, and no dimension yet
             codes[: len(self.ids)] = self.codes[: len(self.ids)]
-        self.codes = codes
+            bits[: len(self.ids)] = self.bits[: len(self.ids)]
+        self.codes, self.bits = codes, bits
         scales = np.zeros(capacity, dtype=np.float32)
         scales[: len(self.ids)] = self.scales[: len(self.ids)]
         self.scales = scales
@@ -176,7 +188,9 @@ class Vectors:
     @property
     def nbytes(self) -> int:
         """The vector matrices' allocation: what a mirror weighs against LOOM_VECTOR_MIRROR_MAX_BYTES."""
-        return 0 if self.values is None else self.values.nbytes + self.keys.nbytes + self.codes.nbytes
+        if self.values is None:
+            return 0
+        return self.values.nbytes + self.keys.nbytes + self.codes.nbytes + self.bits.nbytes
 
     def holds(self, rid: RowId, revision: int) -> bool:
         """Whether this row's vectors of this revision (or a newer one) are here."""
@@ -204,8 +218,10 @@ class Vectors:
         take = min(count, pool + 32)  # a margin, so rows tied at the cut are all considered
         if take == 0:
             return []
-        if self.coded(key_axis):
-            rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES))
+        read = self.first_read(key_axis)
+        if read != "mirror":
+            self._remember(vector)
+            rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES), read == "bits")
             value, key = self.values[rows] @ vector, np.zeros(len(rows), dtype=np.float32)
         else:
             rows = np.arange(size)
@@ -228,28 +244,89 @@ class Vectors:
             key = self.keys[positions] @ vector if key_axis else np.zeros_like(value)
             return [(rid, float(v), float(k), self.meta[at]) for (rid, at), v, k in zip(held, value, key)]
 
-    def coded(self, key_axis: bool) -> bool:
-        """Whether a search reads codes first: a mirror of LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows or more, searched
-        without the key axis (whose key vectors have no codes)."""
-        codes_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS
-        return not key_axis and bool(codes_from) and len(self.ids) >= codes_from
+    def first_read(self, key_axis: bool) -> str:
+        """What a search of this mirror reads first: `mirror` (every row's float32 vectors), `codes` (every row's
+        int8 codes, from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows, when searched without the key axis, whose key
+        vectors have no codes) or `bits` (the codes of the rows the sign bits keep, from
+        LOOM_MEMORY_SEARCH_BITS_MIN_ROWS rows, while `_check_bits` finds that they keep the nearest)."""
+        size = len(self.ids)
+        codes_from, bits_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS
+        if key_axis or not codes_from or size < codes_from:
+            return "mirror"
+        if not bits_from or size < bits_from:
+            return "codes"
+        checked = self.bits_checked
+        due = self.searched >= BITS_CHECK_QUERIES and (
+            checked is None or size >= 2 * checked[0] or self.searched >= checked[1] + BITS_RECHECK_SEARCHES
+        )
+        if due and not self.checking.locked():
+            threading.Thread(target=self._check_bits, name="loom-bits-check", daemon=True).start()
+        return "bits" if checked is not None and checked[2] else "codes"
 
-    def _codes_first(self, vector: np.ndarray, candidates: int) -> np.ndarray:
+    def _remember(self, vector: np.ndarray) -> None:
+        """Keep this query among the recent ones `_check_bits` asks. Under the search lock."""
+        if self.recent is None:
+            self.recent = np.zeros((BITS_CHECK_QUERIES, len(vector)), dtype=np.float32)
+        self.recent[self.searched % BITS_CHECK_QUERIES] = vector
+        self.searched += 1
+
+    def _codes_first(self, vector: np.ndarray, candidates: int, bits: bool) -> np.ndarray:
         """The positions of the `candidates` visible rows whose int8 codes score best against the query's: one pass
         over a quarter of the bytes of the float32 scan (simsimd's int8 dot product), which the caller rescores at
         full precision. int8 codes of unit vectors keep the order of all but near-tied rows, and the candidates are
-        many times the pool (`bench/scale.py` measures the recall)."""
+        many times the pool (`bench/scale.py` measures the recall). With `bits`, only the codes of the rows the
+        sign bits keep (`_bits_first`)."""
         size = len(self.ids)
         if candidates >= size:
             return np.arange(size)
+        rows = self._bits_first(vector, self._bits_keep(size, candidates), size) if bits else slice(0, size)
         query = _coded(vector[None, :])[0]  # its scale orders no row differently
+        codes = self.codes[rows]
         # In place, in float32: at 1M rows the scan is ~32 ms and each full-size temporary a few more.
-        approx = np.empty((1, size), dtype=np.float32)
-        simsimd.cdist(query, self.codes[:size], metric="dot", threads=0, out=approx, out_dtype="float32")
+        approx = np.empty((1, len(codes)), dtype=np.float32)
+        simsimd.cdist(query, codes, metric="dot", threads=0, out=approx, out_dtype="float32")
         approx = approx[0]
-        approx *= self.scales[:size]
-        approx[~self.visible[:size]] = -np.inf
-        return _largest(approx, candidates)
+        approx *= self.scales[rows]
+        approx[~self.visible[rows]] = -np.inf
+        chosen = _largest(approx, candidates)
+        return chosen if not bits else rows[chosen]
+
+    @staticmethod
+    def _bits_keep(size: int, candidates: int) -> int:
+        return min(size, max(candidates, int(size * settings.LOOM_MEMORY_SEARCH_BITS_KEEP)))
+
+    def _bits_first(self, vector: np.ndarray, keep: int, size: int) -> np.ndarray:
+        """The positions (ascending) of the `keep` visible rows of the first `size` whose sign bits differ least
+        from the query's: a pass over 1/32 of the float32 scan's bytes (~9 ms at 1M rows of 384-d here, where the
+        int8 pass over every row is ~32)."""
+        distance = np.empty((1, size), dtype=np.float32)
+        simsimd.cdist(_signs(vector), self.bits[:size], metric="hamming", dtype="bin8", threads=0, out=distance)
+        nearness = np.negative(distance[0], out=distance[0])
+        nearness[~self.visible[:size]] = -np.inf
+        return np.sort(_largest(nearness, keep))  # in memory order: the codes are gathered with fewer cache misses
+
+    def _check_bits(self) -> None:
+        """Whether the sign bits keep the rows nearest this mirror's own recent queries: of each one's 10 nearest
+        rows (exact, float32), the share the bits pass keeps; bits serve from BITS_CHECK_FLOOR. They keep the
+        neighbours of a question that something in memory answers (real embeddings: 1.000 at 45k rows keeping 2%),
+        less so of one near no row, whose "nearest" are barely above noise (0.72 for bench/scale.py's noisiest
+        synthetic queries), so each mirror asks of the queries it is sent. In the background, outside the search
+        lock (~2 s at 1M rows); searches read every row's codes until it answers, and it asks again once the rows
+        have doubled or BITS_RECHECK_SEARCHES searches came since."""
+        with self.checking:
+            size, searched = len(self.ids), self.searched
+            checked = self.bits_checked
+            if checked is not None and size < 2 * checked[0] and searched < checked[1] + BITS_RECHECK_SEARCHES:
+                return  # checked while this one waited
+            queries, visible = self.recent.copy(), self.visible[:size].copy()
+            nearest = _nearest_rows(queries, self.values[:size], visible, min(10, int(visible.sum())))
+            keep = self._bits_keep(size, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES)
+            kept = [np.isin(near, self._bits_first(query, keep, size)).mean() for query, near in zip(queries, nearest)]
+            share = float(np.mean(kept))
+            self.bits_checked = (size, searched, share >= BITS_CHECK_FLOOR)
+            log.info(
+                "sign bits keep %.3f of the nearest rows of %d recent queries over %d rows", share, len(kept), size
+            )
 
     def dated_within(self, start, end, pool: int) -> list[tuple[RowId, float, dict]]:
         """The live rows dated in [start, end], closest to its middle first (ties by name, as the SQL leg
@@ -353,6 +430,27 @@ class Vectors:
                 self.cells = trained
 
 
+BITS_CHECK_QUERIES = 64
+BITS_CHECK_FLOOR = 0.99
+BITS_RECHECK_SEARCHES = 4096  # the queries a mirror is sent may change
+
+
+def _nearest_rows(queries: np.ndarray, values: np.ndarray, visible: np.ndarray, count: int) -> np.ndarray:
+    """Each query's `count` most similar visible rows, most similar first; in steps, so no (queries x rows) matrix."""
+    best = np.full((len(queries), count), -np.inf, dtype=np.float32)
+    at = np.zeros((len(queries), count), dtype=np.int64)
+    step = 65_536
+    for start in range(0, len(values), step):
+        sims = queries @ values[start : start + step].T
+        sims[:, ~visible[start : start + step]] = -np.inf
+        scores = np.concatenate([best, sims], axis=1)
+        rows = np.concatenate([at, np.broadcast_to(np.arange(start, start + sims.shape[1]), sims.shape)], axis=1)
+        top = np.argpartition(-scores, count - 1, axis=1)[:, :count]
+        best, at = np.take_along_axis(scores, top, axis=1), np.take_along_axis(rows, top, axis=1)
+    order = np.argsort(-best, axis=1)
+    return np.take_along_axis(at, order, axis=1)
+
+
 def _largest(scores: np.ndarray, count: int) -> np.ndarray:
     """The positions of the `count` largest scores, in no order: those at or above a cut a sample of the scores
     suggests (a pass that only compares), partitioned; all of them when the cut kept too few. At 1M scores ~0.5 ms
@@ -379,6 +477,11 @@ def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines
     keep = np.take_along_axis(sims, top, axis=1) > -np.inf
     out_lines.append(np.broadcast_to(lines[:, None], top.shape)[keep])
     out_rows.append(rows[top][keep])
+
+
+def _signs(vectors: np.ndarray) -> np.ndarray:
+    """Each row's signs, a bit a dimension, packed."""
+    return np.packbits(vectors > 0, axis=-1)
 
 
 def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,8 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     mirrors = mirrored(ctx)
     if mirrors is None:
         return None
-    ctx.vector_read = "codes" if any(mirror.coded(ctx.key_axis) for mirror in mirrors) else "mirror"
+    reads = {mirror.first_read(ctx.key_axis) for mirror in mirrors}
+    ctx.vector_read = next(read for read in ("bits", "codes", "mirror") if read in reads)
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
     best.sort(key=lambda hit: (-max(hit[1], hit[2]), name_order(hit[0])))
     return [
