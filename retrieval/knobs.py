@@ -81,7 +81,7 @@ _knob(
     250_000,
     "plan",
     "from this many live rows the codes pass reads only the rows whose sign bits (a bit a dimension) differ least "
-    "from the query's, once a check on the mirror's own rows found that they keep the nearest; 0 turns bits off",
+    "from the query's, while a check on the mirror's recent queries finds that they keep the nearest; 0 turns bits off",
     minimum=0,
 )
 _knob(

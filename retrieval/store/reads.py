@@ -307,9 +307,9 @@ def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20
 # (`side_tables_held`) before it reads them.
 SIDE_KEYS = {"session_summaries": "session_id", "entity_summaries": "entity", "memory_records": "record_key"}
 _held = TtlCache(10)
-_asked = TtlCache(
-    0
-)  # on a ClickHouse server: (the host's stamps then, the answer); `change_marker` says how long it serves
+# On a ClickHouse server: (the host's stamps when the engine was asked, its answer); `change_marker` says how long
+# an answer serves.
+_asked = TtlCache(0)
 
 
 def _side(table: str) -> str:
