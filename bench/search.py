@@ -108,6 +108,11 @@ def main():
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--rerank", action="store_true", help="also time searches through a loopback reranker")
     parser.add_argument("--backend", default="embedded", choices=["embedded", "server"])
+    parser.add_argument(
+        "--load-ungated",
+        action="store_true",
+        help="write the rows without the write gates (only the setup: 1M rows through them take most of an hour here)",
+    )
     args = parser.parse_args()
     if args.backend == "server":
         from tests.chserver import Server
@@ -133,7 +138,12 @@ def main():
     stage_report = []
     for size in args.sizes:
         scope = Scope(org="bench", namespace=f"size-{size}", role=Role.ADMIN, subject="bench")
+        gates, settings.LOOM_WRITE_GATES = (
+            settings.LOOM_WRITE_GATES,
+            settings.LOOM_WRITE_GATES and not args.load_ungated,
+        )
         load(scope, size, turns)
+        settings.LOOM_WRITE_GATES = gates
         searches(scope, questions, args.budget, args.top_k)  # every query's embedding cached, as the target says
         while vector_mirror.enabled() and not vector_mirror.loaded(
             scope.org, scope.namespace, get_embedder().model_name
