@@ -56,7 +56,7 @@ def marker(request, settings):
 @pytest.fixture
 def other_process(request, backend, marker, settings):
     """Runs OTHER in a new process on this host (this process's LOOM_VAR_DIR): on the test's server, or on the
-    cluster's second node (this process uses the first). `other_process.host` names another host's var dir."""
+    cluster's second node (this process uses the first). `host=` names another host's var dir instead."""
     if backend == "cluster":
         nodes = request.getfixturevalue("clickhouse_cluster").urls
         url, listed = nodes[1], ",".join(nodes)
