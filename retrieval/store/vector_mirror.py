@@ -289,7 +289,7 @@ class Vectors:
         approx *= self.scales[rows]
         approx[~self.visible[rows]] = -np.inf
         chosen = _largest(approx, candidates)
-        return chosen if not bits else rows[chosen]
+        return rows[chosen] if bits else chosen
 
     @staticmethod
     def _bits_keep(size: int, candidates: int) -> int:
@@ -785,9 +785,10 @@ def _live_memory_columns(org: str, namespace: str, only: list[tuple] | None = No
 
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
     """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
-    if rows:
-        change_marker.wrote(org, namespace)
-    if not enabled() or not rows:
+    if not rows:
+        return
+    change_marker.wrote(org, namespace)
+    if not enabled():
         return
     shown = None
     with _lock:
@@ -808,9 +809,10 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:
     """The write path superseded or deleted these row versions."""
-    if rows:
-        change_marker.wrote(org, namespace)
-    if not enabled() or not rows:
+    if not rows:
+        return
+    change_marker.wrote(org, namespace)
+    if not enabled():
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
     with _lock:
