@@ -96,6 +96,23 @@ def test_another_processs_write_and_delete_are_in_the_next_search(backend, agent
     assert "offsite" not in [hit["memory_key"] for hit in hits]
 
 
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_another_processs_write_is_scored_by_the_next_searchs_lexical_legs(backend, agent, other_process, settings):
+    """The write reaches this process's postings with its vectors: the lexical leg reads the mirror, as memory_terms
+    would answer."""
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    agent.search("what does the cafeteria serve")
+    other_process(agent_org(agent), "set", "offsite", "the quarterly offsite is in lisbon")
+    fields = {"search_mode": "hybrid", "explain": True, "min_similarity": 0}
+    with clickhouse.recorded() as statements:
+        mirrored = agent.search("quarterly offsite lisbon", **fields).json["hits"]
+    assert not [statement for statement in statements if "memory_terms" in statement]
+    assert (mirrored[0]["memory_key"], mirrored[0]["score_components"]["lexical"]) == ("offsite", 1.0)
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search("quarterly offsite lisbon", **fields).json["hits"] == mirrored
+
+
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other_process, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150

@@ -35,11 +35,15 @@ def test_no_trace_log_rows_unless_enabled(backend, agent, call):
 
 
 def test_every_search_appends_a_trace_row_when_enabled(backend, agent, call, settings):
+    from retrieval.store import clickhouse
+
     settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
     agent.set({"memory_key": "deploy", "value": "production deploys run on tuesday", "run_id": "run-7"})
-    found = agent.search("when do production deploys run", run_id="run-7").json
+    with clickhouse.recorded() as statements:
+        found = agent.search("when do production deploys run", run_id="run-7").json
+    assert "INSERT INTO search_trace_log" not in statements  # written off the request path...
     agent.search("quantum chromodynamics")
-    rows = call("memory.search_trace_log", {}, agent.token).json["rows"]
+    rows = call("memory.search_trace_log", {}, agent.token).json["rows"]  # ...and in before the log is read
     assert len(rows) == 2
     newest, oldest = rows
     assert (newest["abstain"], newest["abstain_code"], newest["retrieval_risk"]) == (True, "below_threshold", "abstain")

@@ -36,7 +36,8 @@ def wait_for_mirror(agent):
 
 def answers(agent, **fields):
     """Every field of every hit: the mirror serves the window's rows too, so they must read as ClickHouse's."""
-    return [agent.search(query, top_k=8, min_similarity=0, bodies="full", **fields).json["hits"] for query in QUERIES]
+    fields = {"top_k": 8, "min_similarity": 0, "bodies": "full", **fields}
+    return [agent.search(query, **fields).json["hits"] for query in QUERIES]
 
 
 def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
@@ -57,6 +58,39 @@ def test_the_mirror_answers_as_the_scan_does(backend, agent, settings):
     assert answers(agent) == scanned
     assert all("thought" not in [hit["memory_key"] for hit in window] for window in scanned)
     assert scanned[0][0]["value"] == "production deploys run on tuesday" and scanned[0][0]["valid_at"] is None
+
+
+@pytest.mark.parametrize("mode, component", [("hybrid", "lexical"), ("bm25_hybrid", "bm25")])
+def test_the_mirror_answers_the_lexical_legs_as_the_postings_do(backend, agent, call, settings, mode, component):
+    """The lexical and BM25 legs read the mirror's postings, with no statement: every candidate's scores and order
+    as memory_terms and corpus_stats give them, over two namespaces (their statistics summed), with reflections,
+    duplicates and retired rows among the postings."""
+    from tests.conftest import Agent
+
+    other = Agent(call, agent.token, namespace="second")
+    agent.set(
+        *ROWS,
+        {"memory_key": "thought", "value": "production deploys feel slow", "memory_type": "reflection"},
+        {"memory_key": "again", "value": "production deploys run on tuesday"},  # the write gates' duplicate
+        {"memory_key": "k\u00e9", "value": "deploys run nightly on tuesday at two"},  # ties break by name as stored
+        {"memory_key": "old", "value": "deploys ran on mondays"},
+    )
+    agent.set({"memory_key": "old", "value": "deploys now run on wednesdays"})  # supersedes
+    agent.call("memory.delete", {"memory_key": "k03"}, agent.token)
+    other.set({"memory_key": "s1", "value": "staging deploys run hourly"}, {"memory_key": "s2", "value": "the soup"})
+    fields = {"search_mode": mode, "explain": True, "top_k": 20, "namespace_scope": "all_mine"}
+    settings.LOOM_VECTOR_MIRROR = False
+    scanned = answers(agent, **fields)
+    settings.LOOM_VECTOR_MIRROR = True
+    wait_for_mirror(agent)
+    other.search("start the load")
+    wait_until(lambda: vector_mirror.loaded(agent_org(agent), "second", "fake-ngram-384"))
+    with clickhouse.recorded() as statements:
+        mirrored = answers(agent, **fields)
+    assert mirrored == scanned
+    assert not [statement for statement in statements if "memory_terms" in statement or "corpus_stats" in statement]
+    lexical = [hit for window in scanned for hit in window if hit["score_components"][component] > 0]
+    assert {hit["namespace"] for hit in lexical} == {"default", "second"}
 
 
 def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):

@@ -367,11 +367,7 @@ def _finish(
     result.stage_ms = clock.stages
     result.trace_id = uuid.uuid4().hex
     if logged and settings.LOOM_SEARCH_TRACE_LOG_ENABLED:
-        try:
-            trace.record(scope, request, result, op, run_id, text_capture)
-        except Exception as exc:  # the log fails open: the search has its answer
-            log.warning("search trace log write failed: %s", exc)
-            result.degraded.append("trace_log")
+        trace.record(scope, request, result, op, run_id, text_capture)
     return result
 
 

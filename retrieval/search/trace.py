@@ -1,6 +1,9 @@
 """The search trace log: one row per search when LOOM_SEARCH_TRACE_LOG_ENABLED, kept 180 days.
 
-The query text is stored only when the namespace consents to text capture.
+The query text is stored only when the namespace consents to text capture. A row is written off the request path
+(`clickhouse.insert_later`: within half a second, in a batch; an insert was ~12 ms of every embedded search), and
+this process's waiting rows are written before any read of the log. A row lost with its process fails open, as a
+failed insert did: the search had its answer.
 A non-admin reads only the rows its own calls wrote; a token granted some namespaces reads only the rows of
 searches that read none beyond them (a fanned-out search's keys come from every namespace it read).
 """
@@ -13,7 +16,7 @@ from tenancy.roles import Role
 
 
 def record(scope: Scope, request, result, op: str, run_id: str, text_capture: bool) -> None:
-    clickhouse.insert(
+    clickhouse.insert_later(
         "search_trace_log",
         [
             {
@@ -88,6 +91,7 @@ def read(
     trace_id: str | None = None,
 ) -> list[dict]:
     """Newest first; `before` is the trace_id of the last row of the previous page; `trace_id` reads one row."""
+    clickhouse.flush_later()
     return clickhouse.query(
         f"""
         SELECT created_at, trace_id, op, caller, run_id, query, query_captured, search_mode, top_k, keys, scores,
@@ -116,6 +120,7 @@ def page(scope: Scope, limit: int = 50, before: str | None = None, **filters) ->
 
 def series(scope: Scope, since=None, until=None, op=None, abstain=None, risk=None, buckets: int = 24) -> list[dict]:
     """Latency p50/p95 and the abstain rate over time, in about `buckets` equal steps of the rows' span."""
+    clickhouse.flush_later()
     return clickhouse.query(
         f"""
         WITH (SELECT (min(created_at), max(created_at)) FROM search_trace_log WHERE {_FILTER}) AS span,
@@ -135,6 +140,7 @@ def rated(scope: Scope, limit: int = 5000) -> list[dict]:
     keys they served: trace_id, query and those keys (`positive`), oldest first. An outcome names the search by
     its trace_id, or else by the run it searched within. Labelled questions, as the callers' own outcomes label
     them (retrieval/evaluation builds question sets from them)."""
+    clickhouse.flush_later()
     return clickhouse.query(
         f"""
         SELECT t.trace_id AS trace_id, any(t.query) AS query, groupUniqArray(u.memory_key) AS positive

@@ -30,7 +30,9 @@ moves forward, so a live row's copy is never stale once its notice is applied.
 import logging
 import threading
 import time
+from array import array
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -92,7 +94,17 @@ class Vectors:
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
-        self.counted: set[int] = set()  # the rows whose words are in `words`
+        # The lexical legs' index of the same rows (retrieval/search/legs/lexical.py, bm25.py): for each stemmed
+        # value word, the rows holding it and how often; for each word of value or key, the rows holding it; each
+        # row's value length. A row is appended once, when its words are first held; `worded` says which rows count
+        # now (live, words held), `live` which rows are live at all: a mirror answers the lexical legs while the
+        # two agree.
+        self.value_postings: dict[str, tuple[array, array]] = {}
+        self.word_postings: dict[str, array] = {}
+        self.doc_len = np.zeros(0, dtype=np.int32)
+        self.posted = 0  # the postings' bytes
+        self.worded = np.zeros(0, dtype=bool)
+        self.live = np.zeros(0, dtype=bool)
         # The write gates' partition of the rows, for a large mirror (retrieval/store/cells.py); kept up to date by
         # `add`, retrained by `_gate_cells`.
         self.cells: Cells | None = None
@@ -118,6 +130,8 @@ class Vectors:
                 self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
                 self.bits[at] = _signs(self.values[at])
                 self.dated[at] = _ms(row["dated_at"])
+                if self.live[at]:  # a load may have read the vectors before their value was in: counted now
+                    self._count(at, +1)
         if not fresh:
             return
         start, end = len(self.ids), len(self.ids) + len(fresh)
@@ -127,6 +141,7 @@ class Vectors:
         self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
         self.bits[start:end] = _signs(self.values[start:end])
         self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
+        self.live[start:end] = True
         self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
         codes = self.scope_ids
         self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
@@ -143,12 +158,26 @@ class Vectors:
     def _count(self, at: int, sign: int) -> None:
         """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
         ClickHouse when asked for, so a name it alone holds is found there)."""
-        if self.shown[at] is None or (at in self.counted) == (sign > 0):
+        if self.shown[at] is None or self.worded[at] == (sign > 0):
             return
-        words = text.value_terms(self.shown[at][0]).keys() | text.key_terms(self.ids[at].memory_key).keys()
+        value = text.value_terms(self.shown[at][0])
+        words = value.keys() | text.key_terms(self.ids[at].memory_key).keys()
+        if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
+            self._index(at, value, words)
         words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
         self.words.update(dict.fromkeys(words, sign))
-        (self.counted.add if sign > 0 else self.counted.discard)(at)
+        self.worded[at] = sign > 0
+
+    def _index(self, at: int, value: Counter, words: set[str]) -> None:
+        """Append a row to the lexical postings, as the write path's term_input rows make memory_terms."""
+        self.doc_len[at] = sum(value.values())
+        for term, tf in value.items():
+            rows, tfs = self.value_postings.setdefault(term, (array("i"), array("i")))
+            rows.append(at)
+            tfs.append(tf)
+        for term in words:
+            self.word_postings.setdefault(term, array("i")).append(at)
+        self.posted += 4 * (2 * len(value) + len(words))
 
     def mentions(self, words: list[str]) -> list[bool]:
         """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity)."""
@@ -172,25 +201,19 @@ class Vectors:
             codes[: len(self.ids)] = self.codes[: len(self.ids)]
             bits[: len(self.ids)] = self.bits[: len(self.ids)]
         self.codes, self.bits = codes, bits
-        scales = np.zeros(capacity, dtype=np.float32)
-        scales[: len(self.ids)] = self.scales[: len(self.ids)]
-        self.scales = scales
-        visible = np.zeros(capacity, dtype=bool)
-        visible[: len(self.ids)] = self.visible[: len(self.ids)]
-        self.visible = visible
-        codes = np.zeros(capacity, dtype=np.int32)
-        codes[: len(self.ids)] = self.scope_codes[: len(self.ids)]
-        self.scope_codes = codes
-        dated = np.zeros(capacity, dtype="datetime64[ms]")
-        dated[: len(self.ids)] = self.dated[: len(self.ids)]
-        self.dated = dated
+        for name in ("scales", "visible", "live", "worded", "doc_len", "scope_codes", "dated"):
+            old = getattr(self, name)
+            grown = np.zeros(capacity, dtype=old.dtype)
+            grown[: len(self.ids)] = old[: len(self.ids)]
+            setattr(self, name, grown)
 
     @property
     def nbytes(self) -> int:
-        """The vector matrices' allocation: what a mirror weighs against LOOM_VECTOR_MIRROR_MAX_BYTES."""
+        """The vector matrices' allocation and the postings: what a mirror weighs against
+        LOOM_VECTOR_MIRROR_MAX_BYTES."""
         if self.values is None:
             return 0
-        return self.values.nbytes + self.keys.nbytes + self.codes.nbytes + self.bits.nbytes
+        return self.values.nbytes + self.keys.nbytes + self.codes.nbytes + self.bits.nbytes + self.posted
 
     def holds(self, rid: RowId, revision: int) -> bool:
         """Whether this row's vectors of this revision (or a newer one) are here."""
@@ -201,8 +224,34 @@ class Vectors:
         with self.lock:
             for rid in ids:
                 if (at := self.position.get(rid)) is not None:
-                    self.visible[at] = False
+                    self.visible[at] = self.live[at] = False
                     self._count(at, -1)
+
+    def postings(self, terms: list[str], field: str) -> "Postings | None":
+        """What the lexical legs read of memory_terms for these terms: each term's live rows holding it (in the value;
+        with `field="any"`, in value or key), how often (value only) and each such row's value length; with the live
+        rows' count and total value length (corpus_stats). None while some live row's words are not held here: its
+        postings are read from ClickHouse then."""
+        with self.lock:
+            size = len(self.ids)
+            worded = self.worded[:size]
+            if not np.array_equal(worded, self.live[:size]):
+                return None
+            found = {}
+            for term in terms:
+                posted = (self.value_postings if field == "value" else self.word_postings).get(term)
+                if posted is None:
+                    continue
+                if field == "value":
+                    rows, tfs = np.array(posted[0]), np.array(posted[1])
+                else:
+                    rows = np.array(posted)
+                    tfs = np.ones(len(rows), dtype=rows.dtype)
+                held = worded[rows]
+                if held.any():
+                    found[term] = (rows[held], tfs[held], self.doc_len[rows[held]])
+            length = int(self.doc_len[:size].sum(where=worded))
+            return Postings(self.ids, int(np.count_nonzero(worded)), length, found)
 
     def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
         """The pool's best rows by greatest(value, key) similarity; ties by name, as the SQL leg orders them."""
@@ -428,6 +477,16 @@ class Vectors:
                 now = len(self.ids)
                 trained.extend(self.values[size:now], self.codes[size:now], self.scales[size:now])
                 self.cells = trained
+
+
+@dataclass
+class Postings:
+    """`Vectors.postings`: positions index `ids` (append-only, so they may be read after the lock is released)."""
+
+    ids: list[RowId]
+    rows: int  # live rows
+    length: int  # their values' total length in terms
+    terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # term: (positions, tf, value length)
 
 
 BITS_CHECK_QUERIES = 64

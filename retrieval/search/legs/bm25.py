@@ -5,7 +5,9 @@ time, so a row written a moment ago counts at once); a term's document
 frequency is counted from the same postings the score reads.
 """
 
-from retrieval.search.legs import BASE, TIE_BREAK, Context, rows_to_hits
+import numpy as np
+
+from retrieval.search.legs import BASE, TIE_BREAK, Context, postings, rows_to_hits
 from retrieval.store import clickhouse
 
 K1, B = 1.2, 0.75
@@ -15,6 +17,9 @@ def run(ctx: Context):
     terms = ctx.shape.all_terms
     if not terms:
         return []
+    held = postings.read(ctx, terms, "value")
+    if held is not None:
+        return _from_mirror(held, ctx.plan.pool_size)
     rows = clickhouse.query(
         f"""
         WITH
@@ -39,3 +44,17 @@ def run(ctx: Context):
         ctx.params(terms=terms),
     )
     return rows_to_hits(rows, lambda r: {"bm25": r["score"]})
+
+
+def _from_mirror(held: list, pool: int):
+    n = sum(postings.rows for postings in held)
+    if n == 0:
+        return []
+    avgdl = sum(postings.length for postings in held) / n
+    df = postings.document_frequency(held)
+
+    def weigh(term: str, tf: np.ndarray, length: np.ndarray) -> np.ndarray:
+        idf = np.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+
+    return [(rid, {"bm25": score}, None, None) for rid, score in postings.best(held, weigh, pool)]

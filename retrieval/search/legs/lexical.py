@@ -11,7 +11,11 @@ holds counts at full weight, so a row that holds all the query's rare words
 scores 1.
 """
 
-from retrieval.search.legs import BASE, TIE_BREAK, Context, rows_to_hits
+import math
+
+import numpy as np
+
+from retrieval.search.legs import BASE, TIE_BREAK, Context, postings, rows_to_hits
 from retrieval.store import clickhouse
 
 
@@ -19,6 +23,9 @@ def run(ctx: Context):
     terms = ctx.shape.terms
     if not terms:
         return []
+    held = postings.read(ctx, terms, "any")
+    if held is not None:
+        return _from_mirror(held, len(terms), ctx.plan.pool_size)
     rows = clickhouse.query(
         f"""
         WITH (SELECT sum(docs) FROM corpus_stats
@@ -47,3 +54,15 @@ def run(ctx: Context):
         ctx.params(terms=terms, n_terms=len(terms)),
     )
     return rows_to_hits(rows, lambda r: {"lexical": r["weight"] / r["total"]})
+
+
+def _from_mirror(held: list, n_terms: int, pool: int):
+    n = sum(postings.rows for postings in held)
+    df = postings.document_frequency(held)
+    idf = {term: math.log(1 + (max(n - count, 0) + 0.5) / (count + 0.5)) for term, count in df.items()}
+    total = sum(idf.values()) + (n_terms - len(idf)) * math.log(1 + (n + 0.5) / 0.5)
+
+    def weigh(term: str, tf: np.ndarray, length: np.ndarray) -> np.ndarray:
+        return np.full(len(tf), idf[term])
+
+    return [(rid, {"lexical": weight / total}, None, None) for rid, weight in postings.best(held, weigh, pool)]
