@@ -1,7 +1,7 @@
 """memory.search latency at 10k and 100k memories in one namespace, against a numpy exact scan.
 
     .venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 60] [--budget fast] [--rerank]
-                                     [--backend embedded|server]
+                                     [--backend embedded|server] [--mode hybrid]
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled with a
 running number, written through the service layer (fake embedder, 384-d);
@@ -10,7 +10,8 @@ queries are the LoCoMo questions. Each search runs the `fast` budget through
 every query's embedding is cached (the target's terms). The baseline, timed in the
 same run on the same vectors: numpy `X @ q` and an argpartition top-k over a
 float32 matrix already in memory; and the same searches with the vector mirror
-off (`scan`: ClickHouse's exact scan in SQL). Reported: median (p50) and p95 per
+off (`scan`: ClickHouse's exact scan in SQL; with `--mode hybrid`, make run's default, the lexical legs too
+read ClickHouse's postings there, and the mirror's own in the `search` columns). Reported: median (p50) and p95 per
 search, and the p50 ratio to numpy. `--backend server` runs it all against a
 ClickHouse HTTP server on loopback (tests/chserver.py), the production path, and times the searches once more
 with LOOM_CHANGE_MARKER=host (`marked`: no statement asking what other processes wrote, unless a write on this
@@ -82,17 +83,12 @@ def numpy_baseline(scope: Scope, questions: list[str], top_k: int) -> list[float
     return timings
 
 
-def searches(
-    scope: Scope,
-    questions: list[str],
-    budget: str,
-    top_k: int,
-    rerank: str | None = None,
-) -> tuple[list[float], dict]:
+def searches(scope: Scope, questions: list[str], asked: dict, rerank: str | None = None) -> tuple[list[float], dict]:
+    """Each question searched with the request fields `asked` (budget, top_k, mode): ms per search, median stages."""
     timings, stages = [], {}
     for question in questions:
         start = time.perf_counter()
-        request = SearchRequest(query=question, retrieval_budget=budget, top_k=top_k, rerank=rerank)
+        request = SearchRequest(query=question, rerank=rerank, **asked)
         result = service.search(scope, request)
         timings.append((time.perf_counter() - start) * 1000)
         for stage, ms in result.stage_ms.items():
@@ -106,6 +102,9 @@ def main():
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--budget", default="fast", choices=["fast", "standard", "deep"])
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument(
+        "--mode", choices=["semantic", "hybrid", "bm25_hybrid"], help="the search mode (default: the spec's, semantic)"
+    )
     parser.add_argument("--rerank", action="store_true", help="also time searches through a loopback reranker")
     parser.add_argument("--backend", default="embedded", choices=["embedded", "server"])
     parser.add_argument(
@@ -127,8 +126,10 @@ def main():
         settings.COHERE_API_KEY, settings.LOOM_COHERE_BASE_URL = "bench", reranker.url.removesuffix("/v1")
     turns, questions = corpus()
     questions = questions[: args.queries]
+    asked = {"retrieval_budget": args.budget, "top_k": args.top_k, "search_mode": args.mode}
     print(
-        f"memory.search, budget {args.budget}, top_k {args.top_k}, {len(questions)} queries, fake embedder "
+        f"memory.search, budget {args.budget}, top_k {args.top_k}, mode {args.mode or settings.LOOM_MEMORY_SEARCH_DEFAULT_MODE}, "
+        f"{len(questions)} queries, fake embedder "
         f"(384-d), {args.backend} ClickHouse; ms per search"
     )
     print(
@@ -144,22 +145,22 @@ def main():
         )
         load(scope, size, turns)
         settings.LOOM_WRITE_GATES = gates
-        searches(scope, questions, args.budget, args.top_k)  # every query's embedding cached, as the target says
+        searches(scope, questions, asked)  # every query's embedding cached, as the target says
         while vector_mirror.enabled() and not vector_mirror.loaded(
             scope.org, scope.namespace, get_embedder().model_name
         ):
             time.sleep(0.05)  # the first search started the mirror's load; measure once it is in
-        found, stages = searches(scope, questions, args.budget, args.top_k)
+        found, stages = searches(scope, questions, asked)
         stage_report.append((size, stages))
         marked = []
         if args.backend == "server":
             settings.LOOM_CHANGE_MARKER = "host"
-            searches(scope, questions[:1], args.budget, args.top_k)  # the first asks: nothing asked since the load
-            marked, marked_stages = searches(scope, questions, args.budget, args.top_k)
+            searches(scope, questions[:1], asked)  # the first asks: nothing asked since the load
+            marked, marked_stages = searches(scope, questions, asked)
             settings.LOOM_CHANGE_MARKER = "engine"
             stage_report.append((f"{size}, marked", marked_stages))
         settings.LOOM_VECTOR_MIRROR = False
-        scanned, _ = searches(scope, questions, args.budget, args.top_k)
+        scanned, _ = searches(scope, questions, asked)
         settings.LOOM_VECTOR_MIRROR = True
         base = numpy_baseline(scope, questions, args.top_k)
         p50, base50 = percentile(found, 50), percentile(base, 50)
@@ -169,7 +170,7 @@ def main():
             + (f" {percentile(marked, 50):>11.1f} {percentile(marked, 95):>11.1f}" if marked else "")
         )
         if args.rerank:
-            reranked, rerank_stages = searches(scope, questions, args.budget, args.top_k, "builtin:cohere")
+            reranked, rerank_stages = searches(scope, questions, asked, "builtin:cohere")
             print(
                 f"{'':>9} reranked: p50 {percentile(reranked, 50):.1f} p95 {percentile(reranked, 95):.1f} "
                 f"({percentile(reranked, 50) / p50:.1f}x the search; rerank step {rerank_stages.get('rerank', 0):.1f})"

@@ -1,8 +1,9 @@
 """An in-process copy of each namespace's live vectors, for the vector leg of an unfiltered search.
 
 It also holds what a hit shows of each live row (value and dates; the rest is
-on the vector row) and whether the namespace has any chunk, so a search the
-mirror answers needs no statement for its window or an empty chunk leg.
+on the vector row), whether the namespace has any chunk, and the rows' lexical
+postings, so a search the mirror answers needs no statement for its window, an
+empty chunk leg, or its lexical and BM25 legs (retrieval/search/legs/postings.py).
 
 This process's write path tells the mirror what it stored and what it retired
 (`added`, `retired`), after the statements succeed. With the embedded engine
