@@ -93,6 +93,29 @@ def test_the_mirror_answers_the_lexical_legs_as_the_postings_do(backend, agent, 
     assert {hit["namespace"] for hit in lexical} == {"default", "second"}
 
 
+def test_a_large_namespace_is_loaded_range_by_range_and_answers_as_the_scan_does(backend, agent, settings, monkeypatch):
+    """A load reads about LOAD_STEP rows at a time, split between keys: every live row once, whichever range."""
+    monkeypatch.setattr(vector_mirror, "LOAD_STEP", 3)
+    settings.LOOM_VECTOR_MIRROR = False  # no load before every row is in
+    sessions = [{**row, "session_id": "s2", "value": row["value"] + " again"} for row in ROWS[:4]]
+    agent.set(*ROWS, *sessions, {"memory_key": "zz", "value": "deploys run on fridays"})
+    agent.set({"memory_key": "zz", "value": "deploys run on saturdays"})  # its first version is retired
+    fields = {"search_mode": "hybrid", "explain": True, "top_k": 20}
+    scanned = answers(agent, **fields)
+    settings.LOOM_VECTOR_MIRROR = True
+    reads = []
+    monkeypatch.setattr(vector_mirror, "_key_ranges", lambda *args: reads.append(key_ranges(*args)) or reads[-1])
+    wait_for_mirror(agent)
+    assert answers(agent, **fields) == scanned
+    [ranges] = reads
+    assert len(ranges) == 5 and ranges[0][0] == "" and ranges[-1][1] is None  # 13 live rows, 3 a range; no gap
+    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+    assert mirror.live[: len(mirror.ids)].sum() == 13 and len(set(mirror.ids)) == len(mirror.ids)
+
+
+key_ranges = vector_mirror._key_ranges
+
+
 def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):
     agent.set(*ROWS)
     wait_for_mirror(agent)

@@ -185,6 +185,11 @@ class Vectors:
         with self.lock:
             return [self.words[word] > 0 for word in words]
 
+    def reserve(self, size: int, dim: int) -> None:
+        """Room for `size` rows of `dim` dimensions, made now (a load knows how many rows are coming)."""
+        with self.lock:
+            self._reserve(size, dim)
+
     def _reserve(self, size: int, dim: int) -> None:
         capacity = 0 if self.values is None else len(self.values)
         if size <= capacity:
@@ -784,6 +789,12 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
     )
 
 
+# A load reads a large namespace in ranges of memory_key of about this many rows, so its peak is the mirror plus one
+# range's rows as read (a million rows read at once held ~3x the mirror's bytes here: the wire copy, the rows
+# decoded, the arrays built from them).
+LOAD_STEP = 100_000
+
+
 def _load(org: str, namespace: str, model: str) -> Vectors | None:
     params = {"org": org, "namespace": namespace, "model": model}
     # Read first: rows reaching the engine while the load reads are then in the first delta.
@@ -793,39 +804,64 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
     )
     if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
         return None
-    types = clickhouse.column_types("memory_embeddings")
-    rows = clickhouse.query_decoded(
-        f"""
-        SELECT {", ".join(_COLUMNS)}
-        FROM memory_embeddings
-        WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0
-          AND (memory_key, agent, session_id, version) NOT IN (
-              SELECT memory_key, agent, session_id, version FROM memory_embeddings
-              WHERE {_WHERE} AND status != 'active')
-        ORDER BY memory_key, agent, session_id, version, revision DESC
-        LIMIT 1 BY memory_key, agent, session_id, version
-        """,
-        params,
-        [types[name] for name in _COLUMNS],
-    )
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
-    rows = [dict(zip(_COLUMNS, row)) for row in rows]
-    shown = shown_of(_live_memory_columns(org, namespace))
+    types = clickhouse.column_types("memory_embeddings")
     mirror = Vectors()
-    mirror.add(rows, bool(chunked), shown)
+    for low, high in _key_ranges(params, count):
+        within = {**params, "low": low, "high": high}
+        rows = clickhouse.query_decoded(
+            f"""
+            SELECT {", ".join(_COLUMNS)}
+            FROM memory_embeddings
+            WHERE {_WHERE} AND {_KEY_RANGE} AND status = 'active' AND embedding_dim > 0
+              AND (memory_key, agent, session_id, version) NOT IN (
+                  SELECT memory_key, agent, session_id, version FROM memory_embeddings
+                  WHERE {_WHERE} AND {_KEY_RANGE} AND status != 'active')
+            ORDER BY memory_key, agent, session_id, version, revision DESC
+            LIMIT 1 BY memory_key, agent, session_id, version
+            """,
+            within,
+            [types[name] for name in _COLUMNS],
+        )
+        if rows:  # sized for the namespace once, not doubled range by range (a doubling holds both copies)
+            mirror.reserve(count, len(rows[0][_COLUMNS.index("value_vector")]))
+        rows = [dict(zip(_COLUMNS, row)) for row in rows]
+        mirror.add(rows, bool(chunked), shown_of(_live_memory_columns(org, namespace, keys=(low, high))))
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
+
+
+_KEY_RANGE = "memory_key >= {low:String} AND ({high:Nullable(String)} IS NULL OR memory_key < {high:Nullable(String)})"
+
+
+def _key_ranges(params: dict, count: int) -> list[tuple[str, str | None]]:
+    """[low, high) ranges of memory_key holding about LOAD_STEP of the namespace's live vector rows each (a key's
+    rows all in one); a single range below that."""
+    if count <= LOAD_STEP:
+        return [("", None)]
+    keys = clickhouse.query_rows(
+        f"""
+        SELECT memory_key FROM memory_embeddings
+        WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0
+        ORDER BY memory_key
+        """,
+        params,
+    )
+    bounds = sorted({key for (key,) in keys[LOAD_STEP::LOAD_STEP]})
+    return list(zip(["", *bounds], [*bounds, None]))
 
 
 SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at")
 
 
-def _live_memory_columns(org: str, namespace: str, only: list[tuple] | None = None) -> list[dict]:
-    """Value and dates of the namespace's live rows (`only` these identities), by the same liveness rule as the
-    vectors."""
+def _live_memory_columns(
+    org: str, namespace: str, only: list[tuple] | None = None, keys: tuple[str, str | None] = ("", None)
+) -> list[dict]:
+    """Value and dates of the namespace's live rows (`only` these identities; those whose key is in the range
+    `keys`), by the same liveness rule as the vectors."""
     types = clickhouse.column_types("memories")
-    where = "org = {org:String} AND namespace = {namespace:String}"
-    params = {"org": org, "namespace": namespace}
+    where = f"org = {{org:String}} AND namespace = {{namespace:String}} AND {_KEY_RANGE}"
+    params = {"org": org, "namespace": namespace, "low": keys[0], "high": keys[1]}
     if only is not None:
         where += f" AND {THESE_VERSIONS}"
         params |= versions(only)
