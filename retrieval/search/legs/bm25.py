@@ -47,10 +47,10 @@ def run(ctx: Context):
 
 
 def _from_mirror(held: list, pool: int):
-    n = sum(postings.rows for postings in held)
+    n = sum(each.rows for each in held)
     if n == 0:
         return []
-    avgdl = sum(postings.length for postings in held) / n
+    avgdl = sum(each.length for each in held) / n
     df = postings.document_frequency(held)
 
     def weigh(term: str, tf: np.ndarray, length: np.ndarray) -> np.ndarray:

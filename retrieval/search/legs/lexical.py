@@ -57,7 +57,7 @@ def run(ctx: Context):
 
 
 def _from_mirror(held: list, n_terms: int, pool: int):
-    n = sum(postings.rows for postings in held)
+    n = sum(each.rows for each in held)
     df = postings.document_frequency(held)
     idf = {term: math.log(1 + (max(n - count, 0) + 0.5) / (count + 0.5)) for term, count in df.items()}
     total = sum(idf.values()) + (n_terms - len(idf)) * math.log(1 + (n + 0.5) / 0.5)
