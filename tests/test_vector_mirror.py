@@ -415,3 +415,30 @@ def test_the_candidates_chosen_are_the_largest_scores(shape):
         chosen = vector_mirror._largest(scores, count)
         assert len(chosen) == len(set(chosen.tolist())) == count
         assert sorted(scores[chosen]) == sorted(np.sort(scores)[-count:])
+
+
+@pytest.mark.parametrize("read", ["codes", "bits", "gate cells"])
+def test_the_mirrors_reads_leave_nones_reference_count_as_it_was(settings, read):
+    """simsimd's cdist, given an `out` array, returns None without taking a reference to it: each call took one
+    from None, and a long-running server would die ("deallocating None") once a few thousand searches had
+    spent them all."""
+    import sys
+
+    import numpy as np
+
+    from tests.synthetic import mirror, vectors
+
+    rng = np.random.default_rng(5)
+    built = mirror("ns", vectors(2_000, rng), vectors(2_000, rng))
+    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
+    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = 1 if read == "bits" else 0
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
+    built.bits_checked = (2_000, 0, True)  # as if checked: bits serve
+    queries = vectors(300, rng)
+    before = sys.getrefcount(None)
+    for query in queries:
+        if read == "gate cells":
+            built.nearest(query[None, :], ["new"], [("default", "", "", "", "fact")])
+        else:
+            built.top(query, False, 10)
+    assert sys.getrefcount(None) > before - 100  # 300 calls: one reference lost each, before the fix

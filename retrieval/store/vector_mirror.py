@@ -338,9 +338,7 @@ class Vectors:
         query = _coded(vector[None, :])[0]  # its scale orders no row differently
         codes = self.codes[rows]
         # In place, in float32: at 1M rows the scan is ~32 ms and each full-size temporary a few more.
-        approx = np.empty((1, len(codes)), dtype=np.float32)
-        simsimd.cdist(query, codes, metric="dot", threads=0, out=approx, out_dtype="float32")
-        approx = approx[0]
+        approx = _cdist(query, codes, metric="dot", threads=0)[0]
         approx *= self.scales[rows]
         approx[~self.visible[rows]] = -np.inf
         chosen = _largest(approx, candidates)
@@ -354,9 +352,8 @@ class Vectors:
         """The positions (ascending) of the `keep` visible rows of the first `size` whose sign bits differ least
         from the query's: a pass over 1/32 of the float32 scan's bytes (~9 ms at 1M rows of 384-d here, where the
         int8 pass over every row is ~32)."""
-        distance = np.empty((1, size), dtype=np.float32)
-        simsimd.cdist(_signs(vector), self.bits[:size], metric="hamming", dtype="bin8", threads=0, out=distance)
-        nearness = np.negative(distance[0], out=distance[0])
+        distance = _cdist(_signs(vector), self.bits[:size], metric="hamming", dtype="bin8", threads=0)[0]
+        nearness = np.negative(distance, out=distance)
         nearness[~self.visible[:size]] = -np.inf
         return np.sort(_largest(nearness, keep))  # in memory order: the codes are gathered with fewer cache misses
 
@@ -442,9 +439,12 @@ class Vectors:
                     members, probing = cells.members[cell], probing[codes[probing] >= 0]
                     if len(members) == 0 or len(probing) == 0:
                         continue
-                    approx = np.asarray(simsimd.cdist(query_codes[probing], cells.codes[cell], metric="dot"))
+                    # In place, in float32: a batch compares millions of (row, member) pairs here.
+                    approx = _cdist(query_codes[probing], cells.codes[cell], metric="dot")
+                    approx *= cells.scales[cell]
                     eligible = live[members] & (self.scope_codes[members] == codes[probing][:, None])
-                    _candidates(probing, members, np.where(eligible, approx * cells.scales[cell], -np.inf), lines, rows)
+                    np.copyto(approx, -np.inf, where=~eligible)
+                    _candidates(probing, members, approx, lines, rows)
             return self._best(vectors, keys, lines, rows)
 
     def _best(self, vectors: np.ndarray, keys: list[str], lines: list, rows: list) -> list[tuple[str, float] | None]:
@@ -530,18 +530,23 @@ def _largest(scores: np.ndarray, count: int) -> np.ndarray:
 
 
 def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines: list, out_rows: list) -> None:
-    """Each line's two best rows by `sims` (lines x rows; -inf where not eligible): a key has one live row in a
-    scope, so the best row of another key is among them."""
-    take = min(2, len(rows))
-    if take == 0:
-        return
-    if take < len(rows):
-        top = np.argpartition(-sims, take - 1, axis=1)[:, :take]
-    else:
-        top = np.broadcast_to(np.arange(len(rows)), sims.shape)
-    keep = np.take_along_axis(sims, top, axis=1) > -np.inf
-    out_lines.append(np.broadcast_to(lines[:, None], top.shape)[keep])
-    out_rows.append(rows[top][keep])
+    """Each line's two best rows by `sims` (lines x rows; -inf where not eligible; overwritten): a key has one live
+    row in a scope, so the best row of another key is among them. Two argmax passes: a partition of every line cost
+    several times more."""
+    across = np.arange(len(lines))
+    for _ in range(min(2, len(rows))):
+        top = sims.argmax(axis=1)
+        found = sims[across, top] > -np.inf
+        out_lines.append(lines[found])
+        out_rows.append(rows[top[found]])
+        sims[across, top] = -np.inf
+
+
+def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
+    """simsimd's pairwise distances (or dot products), as a float32 (queries x rows) array. Never with `out=`:
+    simsimd 6.5 then returns None without taking a reference to it, so every call took one of None's, and a
+    long-running process died ("deallocating None") after some hundred thousand searches."""
+    return np.asarray(simsimd.cdist(queries, rows, out_dtype="float32", **kwargs))
 
 
 def _signs(vectors: np.ndarray) -> np.ndarray:
