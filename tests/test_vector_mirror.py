@@ -103,17 +103,15 @@ def test_a_large_namespace_is_loaded_range_by_range_and_answers_as_the_scan_does
     fields = {"search_mode": "hybrid", "explain": True, "top_k": 20}
     scanned = answers(agent, **fields)
     settings.LOOM_VECTOR_MIRROR = True
-    reads = []
-    monkeypatch.setattr(vector_mirror, "_key_ranges", lambda *args: reads.append(key_ranges(*args)) or reads[-1])
+    reads, ranges_of = [], vector_mirror._key_ranges
+    monkeypatch.setattr(vector_mirror, "_key_ranges", lambda *args: reads.append(ranges_of(*args)) or reads[-1])
     wait_for_mirror(agent)
     assert answers(agent, **fields) == scanned
     [ranges] = reads
-    assert len(ranges) == 5 and ranges[0][0] == "" and ranges[-1][1] is None  # 13 live rows, 3 a range; no gap
+    # 14 rows written active (13 live, zz's first since retired), 3 a range, from "" on and no gap
+    assert len(ranges) == 5 and ranges[0][0] == "" and ranges[-1][1] is None
     mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
     assert mirror.live[: len(mirror.ids)].sum() == 13 and len(set(mirror.ids)) == len(mirror.ids)
-
-
-key_ranges = vector_mirror._key_ranges
 
 
 def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend, agent):
