@@ -15,6 +15,7 @@ Each figure is the median of --runs runs into a fresh namespace.
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import statistics
@@ -44,6 +45,7 @@ from tenancy.roles import Role
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev" / "memories.jsonl"
 
 
+@functools.cache
 def texts() -> list[str]:
     if DATA.exists():
         return [json.loads(line)["text"] for line in DATA.open()]

@@ -289,15 +289,15 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
     exact = built.nearest(copies, new_keys, scope * 200)
     settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
     found = built.nearest(copies, new_keys, scope * 200)
-    assert [key for key, _ in found] == [key for key, _ in exact]
-    assert np.allclose([sim for _, sim in found], [sim for _, sim in exact], atol=1e-6)
-    assert [key for key, _ in exact] == [f"m{i}" for i in picked] and len(built.cells.fine) >= 64
+    assert [hit[0] for hit in found] == [hit[0] for hit in exact]
+    assert np.allclose([hit[1] for hit in found], [hit[1] for hit in exact], atol=1e-6)
+    assert [hit[0] for hit in exact] == [f"m{i}" for i in picked] and len(built.cells.fine) >= 64
 
     later = np.concatenate([values[rng.choice(20_000, 150)], vectors(150, rng)])  # known topics, and new ones
     later = unit(later + 0.02 * rng.standard_normal(later.shape).astype(np.float32))
     mirror("ns", later, later, built, name="later")  # placed in the trained cells as they come
     close = unit(later + 0.01 * rng.standard_normal((300, 384)).astype(np.float32))
-    found = [key for key, _ in built.nearest(close, [f"new{i}" for i in range(300)], scope * 300)]
+    found = [hit[0] for hit in built.nearest(close, [f"new{i}" for i in range(300)], scope * 300)]
     assert found[:150] == [f"later{i}" for i in range(150)]
     # A new topic's rows fit no centroid; most are strays, which every batch reads (without them, ~135 are found).
     assert sum(key == f"later{i}" for i, key in enumerate(found[150:], 150)) >= 145

@@ -150,6 +150,19 @@ def test_a_copy_with_the_same_numbers_and_names_is_still_a_duplicate(path, agent
     assert stored(agent, {"memory_key": "d2", "value": copy})[0]["duplicate_of"] == "d1"
 
 
+def test_the_loaded_mirror_judges_a_copy_with_no_statement_for_its_value(path, agent, settings):
+    """The mirror holds the value of the row it names, so the markers are compared without a ClickHouse read."""
+    from retrieval.store import clickhouse
+
+    settings.LOOM_DUPLICATE_THRESHOLD = 0.5
+    stored(agent, {"memory_key": "d1", "value": "web-app v4.2.3 deployed by Jonas Berg on 2026-10-27; rolled back"})
+    with clickhouse.recorded() as statements:
+        result = stored(agent, {"memory_key": "d2", "value": "Jonas Berg deployed web-app v4.2.3 on 2026-10-27"})[0]
+    assert result["duplicate_of"] == "d1"
+    if path != "scan":  # (a scan's namespace may have been loaded meanwhile: then the mirror judged it too)
+        assert not [statement for statement in statements if "SELECT memory_key, agent" in statement]
+
+
 @pytest.mark.parametrize(
     "other",
     [

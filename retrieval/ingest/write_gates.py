@@ -55,19 +55,21 @@ def judge(scope: Scope, plans: list) -> None:
     sims = _earlier_in_batch(vectors, keys, scopes)
     best = sims.argmax(axis=1).tolist()
     canonical = np.ones(len(todo), dtype=bool)  # a duplicate is never a canonical
+    # A duplicate candidate's value (its markers are compared) comes with it from the mirror, else from ClickHouse.
     stored_values = _values(
-        scope, [(hit[0], scopes[i]) for i, hit in enumerate(nearest) if hit is not None and hit[1] >= gates.duplicate]
+        scope,
+        [(hit[0], scopes[i]) for i, hit in enumerate(nearest) if hit and hit[1] >= gates.duplicate and hit[2] is None],
     )
     for i, (plan, hit) in enumerate(zip(todo, nearest)):
         j = best[i]
         if not canonical[j]:  # rare: look again among the canonical rows
             j = int(np.where(canonical, sims[i], -np.inf).argmax())
-        value = stored_values.get((hit[0], scopes[i])) if hit is not None else None
         if canonical[j] and sims[i, j] > -np.inf and (hit is None or sims[i, j] > hit[1]):
-            hit, value = (keys[j], float(sims[i, j])), todo[j].row["value"]
+            hit = (keys[j], float(sims[i, j]), todo[j].row["value"])
         if hit is None:
             continue
-        key, similarity = hit
+        key, similarity, value = hit
+        value = value if value is not None else stored_values.get((key, scopes[i]))
         # A near copy that differs in a number, version, date, identifier or name is another fact.
         if (
             similarity >= gates.duplicate
@@ -114,9 +116,10 @@ def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple])
 
 def _nearest_stored(
     scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
-) -> list[tuple[str, float] | None] | None:
-    """Each vector's nearest stored row: from the vector mirror when it is loaded, else a ClickHouse scan; None when
-    the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
+) -> list[tuple[str, float, str | None] | None] | None:
+    """Each vector's nearest stored row (its key, the cosine, its value when the mirror holds it): from the vector
+    mirror when it is loaded, else a ClickHouse scan; None when the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails
+    (the write stands, unjudged)."""
     vector_mirror.sync(scope.org, [scope.namespace], model)
     mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
     if mirror is not None:
@@ -141,7 +144,7 @@ def _nearest_stored(
 
 def _nearest_in_clickhouse(
     scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
-) -> list[tuple[str, float] | None]:
+) -> list[tuple[str, float, None] | None]:
     """For each vector, the most similar live row of another key in its write scope: one scan of the namespace's
     vectors, joined to the batch by scope (so only pairs within a scope are scored)."""
     live = Eligibility(["active"])
@@ -175,5 +178,5 @@ def _nearest_in_clickhouse(
             **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
         },
     )
-    found = {row["i"]: (row["key"], row["best"]) for row in rows}
+    found = {row["i"]: (row["key"], row["best"], None) for row in rows}
     return [found.get(i + 1) for i in range(len(keys))]

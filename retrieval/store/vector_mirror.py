@@ -172,12 +172,16 @@ class Vectors:
     def _index(self, at: int, value: Counter, words: set[str]) -> None:
         """Append a row to the lexical postings, as the write path's term_input rows make memory_terms."""
         self.doc_len[at] = sum(value.values())
+        postings = self.value_postings  # (no setdefault: it would build its default arrays for every term)
         for term, tf in value.items():
-            rows, tfs = self.value_postings.setdefault(term, (array("i"), array("i")))
-            rows.append(at)
-            tfs.append(tf)
+            if (posted := postings.get(term)) is None:
+                posted = postings[term] = (array("i"), array("i"))
+            posted[0].append(at)
+            posted[1].append(tf)
         for term in words:
-            self.word_postings.setdefault(term, array("i")).append(at)
+            if (posted := self.word_postings.get(term)) is None:
+                posted = self.word_postings[term] = array("i")
+            posted.append(at)
         self.posted += 4 * (2 * len(value) + len(words))
 
     def mentions(self, words: list[str]) -> list[bool]:
@@ -415,8 +419,11 @@ class Vectors:
                 }
         return found
 
-    def nearest(self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> list[tuple[str, float] | None]:
-        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine).
+    def nearest(
+        self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+    ) -> list[tuple[str, float, str | None] | None]:
+        """For each vector, the most similar live row of another key in the same scope: (its key, the cosine, its
+        value when held here).
         Exact below LOOM_WRITE_GATES_EXACT_ROWS rows; from there, among the rows of the cells nearest each vector by
         their int8 codes (retrieval/store/cells.py), the best rescored at full precision: a batch's cost then grows
         with the cells it reads, not with the rows, however many scopes it spans."""
@@ -447,9 +454,11 @@ class Vectors:
                     _candidates(probing, members, approx, lines, rows)
             return self._best(vectors, keys, lines, rows)
 
-    def _best(self, vectors: np.ndarray, keys: list[str], lines: list, rows: list) -> list[tuple[str, float] | None]:
+    def _best(
+        self, vectors: np.ndarray, keys: list[str], lines: list, rows: list
+    ) -> list[tuple[str, float, str | None] | None]:
         """Each batch row's best candidate of another key, rescored at full precision. Under the lock."""
-        found: list[tuple[str, float] | None] = [None] * len(keys)
+        found: list[tuple[str, float, str | None] | None] = [None] * len(keys)
         if not lines:
             return found
         lines, rows = np.concatenate(lines), np.concatenate(rows)
@@ -458,7 +467,7 @@ class Vectors:
             *(part[np.lexsort((-exact, lines))].tolist() for part in (lines, rows, exact))
         ):
             if found[line] is None and (key := self.ids[row].memory_key) != keys[line]:
-                found[line] = (key, similarity)
+                found[line] = (key, similarity, self.shown[row] and self.shown[row][0])
         return found
 
     def _gate_cells(self) -> Cells | None:
