@@ -20,9 +20,11 @@ def vectors(count: int, rng) -> np.ndarray:
     return unit(centers[rng.integers(0, 200, count)] + 0.6 * rng.standard_normal((count, DIM)).astype(np.float32))
 
 
-def mirror(namespace: str, values: np.ndarray, keys: np.ndarray, built: Vectors | None = None, name="m") -> Vectors:
+def mirror(
+    namespace: str, values: np.ndarray, keys: np.ndarray, built: Vectors | None = None, name="m", sessions: int = 0
+) -> Vectors:
     """A mirror of these rows (keys m0, m1, ...; or added to `built`, under another `name`), added as the write
-    path's notices add them, 50,000 at a time."""
+    path's notices add them, 50,000 at a time; with `sessions`, row i is in session s{i % sessions}."""
     built = built or Vectors()
     step = 50_000
     for start in range(0, len(values), step):
@@ -31,7 +33,7 @@ def mirror(namespace: str, values: np.ndarray, keys: np.ndarray, built: Vectors 
                 "namespace": namespace,
                 "memory_key": f"{name}{i}",
                 "agent": "default",
-                "session_id": "",
+                "session_id": f"s{i % sessions}" if sessions else "",
                 "version": 1,
                 "revision": 1,
                 "value_vector": values[i],

@@ -147,7 +147,7 @@ class Vectors:
         codes = self.scope_ids
         self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
         if self.cells is not None:
-            self.cells.extend(self.values[start:end], self.codes[start:end], self.scales[start:end])
+            self.cells.extend(*(part[start:end] for part in (self.values, self.codes, self.scales, self.scope_codes)))
         for at, (rid, row) in enumerate(fresh, start):
             self.position[rid] = at
             self.ids.append(rid)
@@ -166,7 +166,10 @@ class Vectors:
         if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
             self._index(at, value, words)
         words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
-        self.words.update(dict.fromkeys(words, sign))
+        if sign > 0:
+            self.words.update(words)  # (counting an iterable is Counter's C loop; a mapping, a Python one)
+        else:
+            self.words.subtract(words)
         self.worded[at] = sign > 0
 
     def _index(self, at: int, value: Counter, words: set[str]) -> None:
@@ -443,15 +446,19 @@ class Vectors:
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
                 for cell, probing in cells.probed(vectors).items():
-                    members, probing = cells.members[cell], probing[codes[probing] >= 0]
-                    if len(members) == 0 or len(probing) == 0:
-                        continue
-                    # In place, in float32: a batch compares millions of (row, member) pairs here.
-                    approx = _cdist(query_codes[probing], cells.codes[cell], metric="dot")
-                    approx *= cells.scales[cell]
-                    eligible = live[members] & (self.scope_codes[members] == codes[probing][:, None])
-                    np.copyto(approx, -np.inf, where=~eligible)
-                    _candidates(probing, members, approx, lines, rows)
+                    probing = probing[np.argsort(codes[probing], kind="stable")]  # by write scope, as the cell is
+                    scopes, firsts = np.unique(codes[probing], return_index=True)
+                    for (start, end), group in zip(
+                        zip(*(part.tolist() for part in cells.span(cell, scopes))), np.split(probing, firsts[1:])
+                    ):
+                        if start == end:  # no row of this scope here (or a scope with none at all: -1)
+                            continue
+                        members = cells.members[cell][start:end]
+                        # In place, in float32: a batch compares up to millions of (row, member) pairs here.
+                        approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
+                        approx *= cells.scales[cell][start:end]
+                        np.copyto(approx, -np.inf, where=~live[members])
+                        _candidates(group, members, approx, lines, rows)
             return self._best(vectors, keys, lines, rows)
 
     def _best(
@@ -487,10 +494,10 @@ class Vectors:
             if self.cells is not None and not self.cells.due():
                 return  # trained while this one waited
             size = len(self.ids)
-            trained = Cells.trained(self.values[:size], self.codes[:size], self.scales[:size])
+            parts = self.values, self.codes, self.scales, self.scope_codes
+            trained = Cells.trained(*(part[:size] for part in parts))
             with self.lock:  # the rows a write added meanwhile join their cells
-                now = len(self.ids)
-                trained.extend(self.values[size:now], self.codes[size:now], self.scales[size:now])
+                trained.extend(*(part[size : len(self.ids)] for part in parts))
                 self.cells = trained
 
 
