@@ -18,11 +18,12 @@ cell: it goes to the strays, which every vector reads. Rows added later join the
 retrained once the rows have doubled, or the strays grown, since (`due`).
 
 A cell's rows are kept in order of their write scope (the gates only compare a value with rows of its own scope), so
-a scope's rows in a cell are one contiguous slice (`span`): a batch writing into 40 sessions of a namespace compared
+a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into 40 sessions of a namespace compared
 ~30x more pairs than it judged when each cell was read whole.
 """
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -101,10 +102,6 @@ class Cells:
             self.members[c], self.scopes[c], self.codes[c], self.scales[c] = parts
         self.rows += len(cell)
 
-    def span(self, cell: int, scopes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Where each of these write scopes' rows lie in a cell: [start, end) per scope, empty when it has none."""
-        return np.searchsorted(self.scopes[cell], scopes, "left"), np.searchsorted(self.scopes[cell], scopes, "right")
-
     def cell_of(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's cell (the nearest fine centroid of its nearest coarse one), and how well it fits it."""
         owner = _nearest(vectors, self.coarse)[0]
@@ -116,17 +113,26 @@ class Cells:
             cell[at] = start + near
         return cell, fit
 
-    def probed(self, vectors: np.ndarray) -> dict[int, np.ndarray]:
-        """For each cell some vector reads: which of these vectors read it (their indexes, ascending). A vector reads
-        the PROBES cells whose centroids are nearest it, the cell it would be placed in (a row's cell is chosen within
-        its coarse cell, so it may not be among those), and the strays."""
+    def blocks(self, vectors: np.ndarray, scopes: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray]]:
+        """What these vectors (of these write scopes: the mirror's codes, -1 for a scope with no row) read: for each
+        (cell, scope), the cell's rows [start, end) of that scope and the vectors that read them (ascending). A
+        vector reads the PROBES cells whose centroids are nearest it, the cell it would be placed in (a row's cell is
+        chosen within its coarse cell, so it may not be among those), and the strays. One sort of every (cell, scope,
+        vector) read, so what is left per block is the comparison itself."""
         probes = min(PROBES, len(self.fine))
         near = np.argpartition(-_fit(vectors, self.fine), probes - 1, axis=1)[:, :probes]
         near = np.column_stack([near, self.cell_of(vectors)[0], np.full(len(vectors), self.stray)])
         lines = np.repeat(np.arange(len(vectors)), near.shape[1])
-        pairs = np.unique(np.column_stack([near.ravel(), lines]), axis=0)  # by cell, then vector; once each
-        found, bounds = np.unique(pairs[:, 0], return_index=True)
-        return dict(zip(found.tolist(), np.split(pairs[:, 1], bounds[1:])))
+        known = scopes[lines] >= 0
+        reads = np.unique(np.column_stack([near.ravel()[known], scopes[lines[known]], lines[known]]), axis=0)
+        if not len(reads):
+            return
+        firsts = np.flatnonzero(np.r_[True, (reads[1:, :2] != reads[:-1, :2]).any(axis=1)])
+        bounds, readers = [*firsts.tolist(), len(reads)], reads[:, 2]
+        for (cell, scope), first, last in zip(reads[firsts, :2].tolist(), bounds, bounds[1:]):
+            start, end = np.searchsorted(self.scopes[cell], (scope, scope + 1)).tolist()
+            if start < end:
+                yield cell, start, end, readers[first:last]
 
 
 def _fit(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:

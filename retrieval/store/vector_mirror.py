@@ -445,20 +445,13 @@ class Vectors:
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
-                for cell, probing in cells.probed(vectors).items():
-                    probing = probing[np.argsort(codes[probing], kind="stable")]  # by write scope, as the cell is
-                    scopes, firsts = np.unique(codes[probing], return_index=True)
-                    for (start, end), group in zip(
-                        zip(*(part.tolist() for part in cells.span(cell, scopes))), np.split(probing, firsts[1:])
-                    ):
-                        if start == end:  # no row of this scope here (or a scope with none at all: -1)
-                            continue
-                        members = cells.members[cell][start:end]
-                        # In place, in float32: a batch compares up to millions of (row, member) pairs here.
-                        approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
-                        approx *= cells.scales[cell][start:end]
-                        np.copyto(approx, -np.inf, where=~live[members])
-                        _candidates(group, members, approx, lines, rows)
+                for cell, start, end, group in cells.blocks(vectors, codes):
+                    members = cells.members[cell][start:end]
+                    # In place, in float32: a batch compares up to millions of (row, member) pairs here.
+                    approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
+                    approx *= cells.scales[cell][start:end]
+                    np.copyto(approx, -np.inf, where=~live[members])
+                    _candidates(group, members, approx, lines, rows)
             return self._best(vectors, keys, lines, rows)
 
     def _best(
