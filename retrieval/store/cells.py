@@ -85,7 +85,9 @@ class Cells:
         """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells."""
         self._place(*self.cell_of(vectors), codes, scales, scopes)
 
-    def _place(self, cell: np.ndarray, fit: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray):
+    def _place(
+        self, cell: np.ndarray, fit: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray
+    ) -> None:
         cell[fit < self.fit_floor] = self.stray
         order = np.argsort(cell, kind="stable")
         found, bounds = np.unique(cell[order], return_index=True)
