@@ -343,6 +343,32 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     assert all(hit[0] != name for hit, name in zip(built.nearest(copies, keys, other), names))
 
 
+def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(settings, monkeypatch):
+    """The cells train outside the mirror's lock. A write meanwhile may outgrow the mirror's arrays (they are
+    reallocated); its rows still join the new cells, so a copy of one finds it."""
+    import numpy as np
+
+    from retrieval.store import cells
+    from tests.synthetic import mirror, vectors
+
+    rng = np.random.default_rng(9)
+    values = vectors(3000, rng)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    built = mirror("ns", values[:2048], values[:2048])  # arrays of exactly 2,048 rows
+    trained = cells.Cells.trained
+
+    def written_meanwhile(*parts):
+        done = trained(*parts)
+        mirror("ns", values[2048:], values[2048:], built, name="later")  # past 2,048: the arrays are reallocated
+        return done
+
+    monkeypatch.setattr(cells.Cells, "trained", staticmethod(written_meanwhile))
+    built._train_cells()
+    assert built.cells.rows == 3000
+    found = built.nearest(values[2048:], [f"new{i}" for i in range(952)], [("default", "", "", "", "fact")] * 952)
+    assert [hit[0] for hit in found] == [f"later{i}" for i in range(952)]
+
+
 def test_the_write_gates_cells_are_retrained_as_the_mirror_doubles_or_its_strays_grow(settings, monkeypatch):
     """Rows join the trained cells as they come; the centroids are trained again (in the background, the old cells
     serving meanwhile) once the rows have doubled, or once many rows of topics the training never saw (strays, read

@@ -147,7 +147,7 @@ class Vectors:
         codes = self.scope_ids
         self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
         if self.cells is not None:
-            self.cells.extend(*(part[start:end] for part in (self.values, self.codes, self.scales, self.scope_codes)))
+            self.cells.extend(*self._cell_parts(start, end))
         for at, (rid, row) in enumerate(fresh, start):
             self.position[rid] = at
             self.ids.append(rid)
@@ -487,11 +487,15 @@ class Vectors:
             if self.cells is not None and not self.cells.due():
                 return  # trained while this one waited
             size = len(self.ids)
-            parts = self.values, self.codes, self.scales, self.scope_codes
-            trained = Cells.trained(*(part[:size] for part in parts))
+            trained = Cells.trained(*self._cell_parts(0, size))
             with self.lock:  # the rows a write added meanwhile join their cells
-                trained.extend(*(part[size : len(self.ids)] for part in parts))
+                trained.extend(*self._cell_parts(size, len(self.ids)))
                 self.cells = trained
+
+    def _cell_parts(self, start: int, end: int) -> tuple[np.ndarray, ...]:
+        """Rows start..end-1 as the cells take them: vectors, codes, scales and write scopes. Read from the arrays as
+        they are now: a write may have reallocated them (`_reserve`) since an earlier read."""
+        return tuple(part[start:end] for part in (self.values, self.codes, self.scales, self.scope_codes))
 
 
 @dataclass
