@@ -67,13 +67,19 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     fresh = (
         _freshness(candidates, top - knobs.NEAR_TIE * scale) if (inputs.shape.recency or inputs.shape.earliest) else {}
     )
+    # What every candidate is weighed against, read once (a search ranks a hundred or more).
+    named = set(inputs.query_entities) - wanted_entities
+    soft_tags, demote_tags = set(request.tags_soft), set(request.demote_tags)
+    prior_cap, trust_weight = settings.LOOM_MEMORY_PRIOR_CAP, settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT
+    key_match_weight = knobs.KEY_MATCH[settings.LOOM_MEMORY_SEARCH_KEY_MATCH_MODE]
+    sensitivity_demotion = -settings.LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE
+    query_terms = set(inputs.shape.terms)
     for c in candidates:
         row, terms = c.meta, {}
         if wanted_entities:
             terms["entity_boost"] = entity_boost(wanted_entities, row["entities"])
-        carries = {entity.lower() for entity in row["entities"]}
-        named = set(inputs.query_entities) - wanted_entities
         if named:
+            carries = {entity.lower() for entity in row["entities"]}
             terms["query_entity_boost"] = knobs.QUERY_ENTITY_BOOST * len(named & carries) / len(named)
         if c.id in fresh:
             lift = (top - c.relevance) / scale  # to the top relevance, in term units
@@ -90,22 +96,22 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
             terms["date"] = knobs.DATE * max(0.0, 1 - off_by_days / max(inputs.date.window_days, 1))
         if personal and row["source_class"] in eligible:
             confidence = row["confidence"] * plan.confidence_weight
-            tags = knobs.TAG_BOOST if set(request.tags_soft) & set(row["tags"]) else 0.0
+            tags = knobs.TAG_BOOST if soft_tags.intersection(row["tags"]) else 0.0
             category = (
                 knobs.CATEGORY_BOOST if request.category_soft and row["category"] == request.category_soft else 0.0
             )
             c.components.update(confidence_prior=confidence, tag_boost=tags, category_boost=category)
-            terms["prior"] = min(confidence + tags + category, settings.LOOM_MEMORY_PRIOR_CAP)
+            terms["prior"] = min(confidence + tags + category, prior_cap)
             earned = inputs.earned.get((c.id.namespace, c.id.memory_key), 0.0)
             terms["reinforcement"] = plan.reinforcement_weight * earned
-        if settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT:
-            terms["trust"] = settings.LOOM_MEMORY_SEARCH_TRUST_WEIGHT * knobs.TRUST.get(row["source_class"], 0.0)
-        key_match = knobs.KEY_MATCH[settings.LOOM_MEMORY_SEARCH_KEY_MATCH_MODE] * _key_share(c, inputs.shape.terms)
+        if trust_weight:
+            terms["trust"] = trust_weight * knobs.TRUST.get(row["source_class"], 0.0)
+        key_match = key_match_weight * _key_share(c, query_terms, len(inputs.shape.terms))
         if key_match:
             terms["key_match"] = key_match
         if row["sensitivity"] in ("medium", "high") and not inputs.shape.contact:
-            terms["sensitivity_demotion"] = -settings.LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE
-        if set(request.demote_tags) & set(row["tags"]):
+            terms["sensitivity_demotion"] = sensitivity_demotion
+        if demote_tags.intersection(row["tags"]):
             terms["demoted"] = knobs.DEMOTED
         c.components.update(terms)
         c.components["relevance"] = c.relevance
@@ -131,15 +137,15 @@ def order(candidates: list[Candidate]) -> list[Candidate]:
     )
 
 
-def _key_share(c: Candidate, terms: list[str]) -> float:
-    """The share of the query's content words the row's stemmed key parts cover.
+def _key_share(c: Candidate, terms: set[str], count: int) -> float:
+    """The share of the query's `count` content words (`terms`, as a set) the row's stemmed key parts cover.
 
     A tie-break among candidates the legs found, so it needs no statement of its
     own: rows a key names are found by the key axis and the lexical legs.
     """
-    if not terms:
+    if not count:
         return 0.0
-    return len(set(terms) & text.key_terms(c.id.memory_key).keys()) / len(terms)
+    return len(terms & text.key_terms(c.id.memory_key).keys()) / count
 
 
 def _days_off(dated: datetime, cue: DateCue) -> float:

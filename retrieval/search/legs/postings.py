@@ -8,6 +8,7 @@ both ways alike: the same statistics, the same rows (every live row, reflections
 rescore drops as before), the same order (score, then name).
 """
 
+import heapq
 from collections import Counter
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from retrieval.search.legs import Context
 from retrieval.search.legs.vector import mirrored
-from retrieval.store.rows import RowId, name_order
+from retrieval.store.rows import RowId
 from retrieval.store.vector_mirror import Postings
 
 
@@ -58,6 +59,9 @@ def best(held: list[Postings], weigh: Callable, pool: int) -> list[tuple[RowId, 
     kept = np.arange(len(scores))
     if len(scores) > pool:  # every row tied with the pool's last is kept, for the names to order
         kept = np.flatnonzero(scores >= np.partition(scores, len(scores) - pool)[len(scores) - pool])
-    found = [(held[owners[k]].ids[positions[k]], float(scores[k])) for k in kept]
-    found.sort(key=lambda item: (-item[1], name_order(item[0])))
-    return found[:pool]
+    # Ties are many (rows holding the same words score alike: ~500 rows kept for a pool of 50 at 1,000 rows), so
+    # they are ordered as plain tuples compared in C, no Python key per row: (-score, memory_key, RowId) orders as
+    # name_order does (a RowId is namespace, memory_key, agent, session_id, version).
+    ids = [held[owner].ids[at] for owner, at in zip(owners[kept].tolist(), positions[kept].tolist())]
+    ordered = heapq.nsmallest(pool, zip((-scores[kept]).tolist(), [rid.memory_key for rid in ids], ids))
+    return [(rid, -negated) for negated, _, rid in ordered]
