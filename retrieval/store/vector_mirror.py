@@ -125,7 +125,7 @@ class Vectors:
                 fresh.append((rid, row))
             else:  # the same version again (its key re-embedded): same value, new vectors
                 self.revisions[at] = row["revision"]
-                self.meta[at] = {name: row[name] for name in META}
+                self.meta[at] = _meta(row)
                 self.shown[at] = shown.get(_identity(row)) or self.shown[at]
                 self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
                 self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
@@ -152,7 +152,7 @@ class Vectors:
             self.position[rid] = at
             self.ids.append(rid)
             self.revisions.append(row["revision"])
-            self.meta.append({name: row[name] for name in META})
+            self.meta.append(_meta(row))
             self.shown.append(shown.get(_identity(row)))
             self._count(at, +1)
 
@@ -575,6 +575,13 @@ def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # A hit's columns that the vector row already carries.
 SHOWN_META = ("memory_type", "tags", "entities", "source_class")
+
+
+def _meta(row: dict) -> dict:
+    """A row's rank columns as the mirror keeps them: lists (tags, entities) as tuples. A dict of immutable values
+    is one the garbage collector stops tracking; three tracked objects a row made each full collection walk them
+    all, every thread held meanwhile (0.23 s at 200k rows)."""
+    return {name: tuple(value) if isinstance(value := row[name], list) else value for name in META}
 
 
 def _ms(moment) -> np.datetime64:
