@@ -92,12 +92,52 @@ def test_a_word_is_looked_up_once_whatever_query_it_comes_in(backend, agent, mon
     asked = []
     lookup = spelling.lookup
 
-    def spy(org, namespace, words):
+    def spy(org, namespace, model, words):
         asked.append(list(words))
-        return lookup(org, namespace, words)
+        return lookup(org, namespace, model, words)
 
     monkeypatch.setattr(spelling, "lookup", spy)
     agent.search("datalakecatalog metadata")
     assert work(agent.search("datalakecatalog"))["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
     agent.search("metadata restarts")
     assert asked == [["datalakecatalog", "metadata"], ["restarts"]]  # only the word not seen yet is looked up
+
+
+def test_a_loaded_mirror_answers_the_lookup_as_the_statement_does_and_makes_none(backend, agent, settings):
+    """The statement scans every value of the namespace (it ran past its 0.4 s bound at 1M rows on a server); the
+    namespace's vector mirror holds the values and which rows hold each word, so once it is loaded it answers."""
+    import time
+
+    from retrieval.store import vector_mirror
+    from tenancy.models import ApiToken
+
+    agent.set(
+        *CATALOG,
+        {"memory_key": "p", "value": "the runbook says What to do"},
+        *[{"memory_key": f"r{i}", "value": f"RunBook entry {i}: restart the DataLakeCatalog"} for i in range(2)],
+        {"memory_key": "s", "value": "RunBook", "session_id": "other"},
+    )
+    org = ApiToken.verify(agent.token).org.name
+    words = ["datalakecatalog", "runbook", "what", "restart", "absentword"]
+    settings.LOOM_VECTOR_MIRROR = False
+    with clickhouse.recorded() as statements:
+        expected = spelling.lookup(org, agent.namespace, "fake-ngram-384", words)
+    assert expected == {"datalakecatalog": "DataLakeCatalog", "runbook": "RunBook"} and statements
+    settings.LOOM_VECTOR_MIRROR = True
+    agent.search("start the load")
+    deadline = time.monotonic() + 30
+    while not vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"):
+        assert time.monotonic() < deadline, "the mirror did not load"
+        time.sleep(0.01)
+    with clickhouse.recorded() as statements:
+        assert spelling.lookup(org, agent.namespace, "fake-ngram-384", words) == expected
+    assert statements == []
+    # A word many rows hold is counted over an evenly spaced share of them: the rule compares shares.
+    mirror = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    assert sorted(rid.memory_key for rid, _ in mirror.values_holding(["runbook"], 100)["runbook"]) == [
+        "p",
+        "r0",
+        "r1",
+        "s",
+    ]
+    assert [rid.memory_key for rid, _ in mirror.values_holding(["runbook"], 2)["runbook"]] == ["p", "r1"]

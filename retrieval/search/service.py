@@ -320,7 +320,7 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
     if missing and spelling.backing_off(scope.org, scope.namespace):
         work.query_spellings_skipped = True
     elif missing:
-        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, missing)
+        asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, embedder.model_name, missing)
     typed = None if known else embedder.embed(query)
     if asked is not None:
         try:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from retrieval.store import clickhouse
+from retrieval.language import text
+from retrieval.store import clickhouse, vector_mirror
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ MIN_LETTERS = 4
 CACHE_S = 60.0
 MAX_REMEMBERED = 100_000  # words; past it, expired answers are dropped
 LOOKUP_BOUND_S = 0.4
+MIRROR_ROWS_A_WORD = 1_000
 BACKOFF_AFTER, BACKOFF_FIRST_S, BACKOFF_MAX_S = 3, 60.0, 3600.0
 
 _WORD = re.compile(r"\w+")
@@ -85,9 +87,43 @@ def backing_off(org: str, namespace: str) -> bool:
     return time.monotonic() < until
 
 
-def lookup(org: str, namespace: str, words: list[str]) -> dict[str, str]:
-    """The corpus spelling of each word that has one (one statement), remembered a minute."""
-    rows = clickhouse.query_rows(
+def lookup(org: str, namespace: str, model: str, words: list[str]) -> dict[str, str]:
+    """The corpus spelling of each word that has one, remembered a minute: from the namespace's vector mirror when
+    it is loaded, else one statement (which reads every value of the namespace: past its bound at 1M rows)."""
+    counts = _from_mirror(org, namespace, model, words)
+    if counts is None:
+        counts = dict(_from_clickhouse(org, namespace, words))
+    spellings = {word: found for word in words if (found := _spelling(word, counts))}
+    now, target = time.monotonic(), clickhouse.target()
+    with _state.lock:
+        if len(_state.answers) > MAX_REMEMBERED:  # forget what is past its minute
+            _state.answers = {key: held for key, held in _state.answers.items() if now - held[0] < CACHE_S}
+        for word in words:
+            _state.answers[(target, org, namespace, word)] = (now, spellings.get(word))
+    return spellings
+
+
+def _from_mirror(org: str, namespace: str, model: str, words: list[str]) -> dict[str, int] | None:
+    """How many live rows (by key, agent and session) write each spelling of these words, as the statement counts
+    them: read from the rows the mirror's postings name for each word's stem. A word more than MIRROR_ROWS_A_WORD
+    rows hold is counted over that many of them, evenly spaced: the rule compares shares. None when the namespace's
+    mirror is not loaded, or does not hold every live row's words."""
+    mirror = vector_mirror.get(org, namespace, model) if vector_mirror.enabled() else None
+    stems = dict(zip(words, text.stems(words)))
+    held = mirror.values_holding(sorted(set(stems.values())), MIRROR_ROWS_A_WORD) if mirror else None
+    if held is None:
+        return None
+    writers: dict[str, set] = {}
+    for word, stem in stems.items():
+        written = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)  # the word as a whole \w+ token
+        for rid, value in held[stem]:
+            for spelling in set(written.findall(value)):
+                writers.setdefault(spelling, set()).add((rid.memory_key, rid.agent, rid.session_id))
+    return {spelling: len(rows) for spelling, rows in writers.items()}
+
+
+def _from_clickhouse(org: str, namespace: str, words: list[str]) -> list[tuple[str, int]]:
+    return clickhouse.query_rows(
         r"""
         SELECT word, uniqExact(memory_key, agent, session_id) AS rows FROM (
             SELECT memory_key, agent, session_id,
@@ -100,14 +136,6 @@ def lookup(org: str, namespace: str, words: list[str]) -> dict[str, str]:
         """,
         {"org": org, "namespace": namespace, "words": words},
     )
-    spellings = {word: found for word in words if (found := _spelling(word, {w: n for w, n in rows}))}
-    now, target = time.monotonic(), clickhouse.target()
-    with _state.lock:
-        if len(_state.answers) > MAX_REMEMBERED:  # forget what is past its minute
-            _state.answers = {key: held for key, held in _state.answers.items() if now - held[0] < CACHE_S}
-        for word in words:
-            _state.answers[(target, org, namespace, word)] = (now, spellings.get(word))
-    return spellings
 
 
 def _spelling(word: str, rows_by_spelling: dict[str, int]) -> str | None:

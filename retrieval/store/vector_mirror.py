@@ -246,9 +246,7 @@ class Vectors:
         rows' count and total value length (corpus_stats). None while some live row's words are not held here: its
         postings are read from ClickHouse then."""
         with self.lock:
-            size = len(self.ids)
-            worded = self.worded[:size]
-            if not np.array_equal(worded, self.live[:size]):
+            if (worded := self._worded()) is None:
                 return None
             found = {}
             for term in terms:
@@ -263,8 +261,30 @@ class Vectors:
                 held = worded[rows]
                 if held.any():
                     found[term] = (rows[held], tfs[held], self.doc_len[rows[held]])
-            length = int(self.doc_len[:size].sum(where=worded))
+            length = int(self.doc_len[: len(worded)].sum(where=worded))
             return Postings(self.ids, int(np.count_nonzero(worded)), length, found)
+
+    def values_holding(self, terms: list[str], most: int) -> dict[str, list[tuple[RowId, str]]] | None:
+        """For each stemmed term, the live rows whose value holds it, with their values: at most `most` of them,
+        evenly spaced over its rows. None while some live row's words are not held here."""
+        with self.lock:
+            if (worded := self._worded()) is None:
+                return None
+            found = {}
+            for term in terms:
+                posted = self.value_postings.get(term)
+                rows = np.array(posted[0] if posted else [], dtype=np.int64)
+                rows = rows[worded[rows]]
+                step = max(1, -(-len(rows) // most))  # ceil: 1 while the rows fit
+                found[term] = [(self.ids[at], self.shown[at][0]) for at in rows[::step].tolist()]
+            return found
+
+    def _worded(self) -> np.ndarray | None:
+        """Which rows' words are held (every live row's, or None: ClickHouse answers the words then). Under the
+        lock."""
+        size = len(self.ids)
+        worded = self.worded[:size]
+        return worded if np.array_equal(worded, self.live[:size]) else None
 
     def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]:
         """The pool's best rows by greatest(value, key) similarity; ties by name, as the SQL leg orders them."""
