@@ -12,8 +12,13 @@ search asks. The embedded engine needs neither: one process owns its data and se
 A stamp is a random number, not a counter: two writers racing leave one of their stamps, which differs from what
 any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now and
 then; a shared slot only costs a read.
+
+A process's own write needs no read either: its vector mirror applied the write as the write path stored it. A
+writer swaps the slot's stamp under the file's lock, so it knows the stamp it replaced; where that is the stamp its
+mirror last asked at, no other writer came between, and the mirror takes the new stamp (`advanced`).
 """
 
+import fcntl
 import mmap
 import os
 import secrets
@@ -31,6 +36,7 @@ SLOTS = 1 << 16  # 512 KiB of stamps
 _STAMP = struct.Struct("<Q")
 _opened: tuple[str, mmap.mmap] | None = None
 _opening = threading.Lock()
+_swapping = threading.Lock()  # the file's lock excludes other processes; this, this process's own threads
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,32 @@ def shared() -> bool:
     return settings.LOOM_CHANGE_MARKER == "host" and clickhouse.backend() != "embedded"
 
 
-def wrote(org: str, namespace: str) -> None:
-    """A write to this namespace committed: the host's other processes ask the engine before their next search."""
-    if shared():
-        _STAMP.pack_into(_slots(), _slot(org, namespace), secrets.randbits(64))
+def wrote(org: str, namespace: str) -> tuple[int, int] | None:
+    """A write to this namespace committed: the host's other processes ask the engine before their next search.
+    Returns the stamp it replaced and its own (None while the marker is off)."""
+    if not shared():
+        return None
+    slots, at, stamp = _slots(), _slot(org, namespace), secrets.randbits(64)
+    with _swapping:
+        # A POSIX record lock, on a descriptor of its own: the lock is the process's (a forked worker's is not its
+        # parent's or siblings', as flock's would be), and closing the descriptor releases it.
+        fd = os.open(_path(), os.O_RDWR)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            replaced = _STAMP.unpack_from(slots, at)[0]
+            _STAMP.pack_into(slots, at, stamp)
+        finally:
+            os.close(fd)
+    return replaced, stamp
+
+
+def advanced(asked: Stamp | None, swapped: tuple[int, int] | None) -> Stamp | None:
+    """What a copy that has applied this process's own write (`swapped`: what `wrote` returned) was asked at: the
+    write's stamp, when the one it replaced is the copy's own (no other writer came between); else as it was. The
+    time it was asked stays: the max age still counts from the engine's answer."""
+    if asked is None or swapped is None or asked.value != swapped[0]:
+        return asked
+    return Stamp(swapped[1], asked.read_at)
 
 
 def now(org: str, namespace: str) -> Stamp | None:
@@ -70,10 +98,14 @@ def _slot(org: str, namespace: str) -> int:
     return int.from_bytes(digest, "little") % SLOTS * _STAMP.size
 
 
+def _path() -> str:
+    return os.path.join(settings.VAR_DIR, "changes")
+
+
 def _slots() -> mmap.mmap:
     """The host's stamp file, mapped shared (a mapping made before a server forks its workers stays shared)."""
     global _opened
-    path = os.path.join(settings.VAR_DIR, "changes")
+    path = _path()
     if _opened is not None and _opened[0] == path:
         return _opened[1]
     with _opening:

@@ -928,7 +928,7 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
     """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
     if not rows:
         return
-    change_marker.wrote(org, namespace)
+    swapped = change_marker.wrote(org, namespace)
     if not enabled():
         return
     shown = None
@@ -943,8 +943,10 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
             if key in _pending:
                 _pending[key].append(("add", (mine, chunked, shown)))
             else:
-                _mirrors[key].add(mine, chunked, shown)
-                _mirrors[key] = _within_cap(_mirrors[key])
+                mirror = _mirrors[key]
+                mirror.add(mine, chunked, shown)
+                mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
+                _mirrors[key] = _within_cap(mirror)
                 _within_budget(key)
 
 
@@ -952,7 +954,7 @@ def retired(org: str, namespace: str, rows: list[dict]) -> None:
     """The write path superseded or deleted these row versions."""
     if not rows:
         return
-    change_marker.wrote(org, namespace)
+    swapped = change_marker.wrote(org, namespace)
     if not enabled():
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
@@ -963,3 +965,4 @@ def retired(org: str, namespace: str, rows: list[dict]) -> None:
         for key, mirror in _mirrors.items():
             if key[:3] == (clickhouse.target(), org, namespace) and mirror is not None:
                 mirror.retire(ids)
+                mirror.asked = change_marker.advanced(mirror.asked, swapped)
