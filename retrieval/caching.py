@@ -37,6 +37,10 @@ class TtlCache:
         held = self._held.get(key)
         return held[1] if held is not None else default
 
+    def items(self) -> list[tuple[Hashable, object]]:
+        """Every copy held, at any age."""
+        return [(key, held[1]) for key, held in list(self._held.items())]
+
     def forget(self) -> None:
         self._held.clear()
 

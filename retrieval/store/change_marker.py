@@ -13,9 +13,10 @@ A stamp is a random number, not a counter: two writers racing leave one of their
 any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now and
 then; a shared slot only costs a read.
 
-A process's own write needs no read either: its vector mirror applied the write as the write path stored it. A
-writer swaps the slot's stamp under the file's lock, so it knows the stamp it replaced; where that is the stamp its
-mirror last asked at, no other writer came between, and the mirror takes the new stamp (`advanced`).
+A process's own memory write needs no read either: its vector mirror applied the write as the write path stored
+it, and the write stored no side-table row. A writer swaps the slot's stamp under the file's lock, so it knows the
+stamp it replaced; where that is the stamp a copy last asked at, no other writer came between, and the copy takes
+the new stamp (`advanced`: the mirror, and the side-table answers, `reads.kept`).
 """
 
 import fcntl

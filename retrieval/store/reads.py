@@ -373,6 +373,23 @@ def _side_tables(org: str, namespaces: list[str], configured: str | None = None)
     return frozenset(name for name, _ in rows if name in SIDE_KEYS), revision
 
 
+def kept(org: str, namespace: str, swapped: tuple[int, int] | None) -> None:
+    """This process's own write to `namespace` (`swapped`: its stamp swap, `change_marker.wrote`) stored no live
+    side-table row and no configuration: the answers asked here for the namespace stay the engine's, at the write's
+    stamp, unless another writer stamped between. (A write that does store one stamps again through `now_holds`,
+    which no answer takes: the next search asks.)"""
+    if swapped is None:
+        return
+    target = clickhouse.target()
+    for key, (stamps, answer) in _asked.items():
+        if key[:2] != (target, org):
+            continue
+        names = sorted({*key[2], key[3] or ""} - {""})  # as side_tables_held lists their stamps
+        if namespace in names:
+            at = names.index(namespace)
+            _asked.put(key, ([*stamps[:at], change_marker.advanced(stamps[at], swapped), *stamps[at + 1 :]], answer))
+
+
 def now_holds(table: str, org: str, namespace: str) -> None:
     """A write just stored a live row in `table`: the next search here, and on the host's other processes, reads it."""
     change_marker.wrote(org, namespace)

@@ -42,7 +42,7 @@ from django.conf import settings
 
 from retrieval import metrics
 from retrieval.language import text
-from retrieval.store import change_marker, clickhouse, native
+from retrieval.store import change_marker, clickhouse, native, reads
 from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
@@ -929,6 +929,7 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
     if not rows:
         return
     swapped = change_marker.wrote(org, namespace)
+    reads.kept(org, namespace, swapped)  # a memory write stores no side-table row: their answers stand
     if not enabled():
         return
     shown = None
@@ -955,6 +956,7 @@ def retired(org: str, namespace: str, rows: list[dict]) -> None:
     if not rows:
         return
     swapped = change_marker.wrote(org, namespace)
+    reads.kept(org, namespace, swapped)  # a memory write stores no side-table row: their answers stand
     if not enabled():
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
