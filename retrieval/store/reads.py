@@ -344,7 +344,7 @@ def side_tables_held(
     (retrieval/store/change_marker.py)."""
     target = clickhouse.target()
     if clickhouse.backend() != "embedded":
-        stamps = [change_marker.now(org, namespace) for namespace in sorted({*namespaces, configured or ""} - {""})]
+        stamps = [change_marker.now(org, namespace) for namespace in _stamped(namespaces, configured)]
         key = (target, org, tuple(namespaces), configured)
         asked = _asked.last(key)
         if asked is not None and all(map(change_marker.unchanged, asked[0], stamps)):
@@ -352,6 +352,11 @@ def side_tables_held(
         return _asked.put(key, (stamps, _side_tables(org, namespaces, configured)))[1]
     held = frozenset().union(*(_held.get((target, org, n), lambda n=n: _side_tables(org, [n])[0]) for n in namespaces))
     return held, None
+
+
+def _stamped(namespaces: list[str] | tuple[str, ...], configured: str | None) -> list[str]:
+    """The namespaces whose stamps a side-table answer is kept with, in the order its stamps are listed."""
+    return sorted({*namespaces, configured or ""} - {""})
 
 
 def _side_tables(org: str, namespaces: list[str], configured: str | None = None) -> tuple[frozenset[str], int | None]:
@@ -384,7 +389,7 @@ def kept(org: str, namespace: str, swapped: tuple[int, int] | None) -> None:
     for key, (stamps, answer) in _asked.items():
         if key[:2] != (target, org):
             continue
-        names = sorted({*key[2], key[3] or ""} - {""})  # as side_tables_held lists their stamps
+        names = _stamped(*key[2:])
         if namespace in names:
             at = names.index(namespace)
             _asked.put(key, ([*stamps[:at], change_marker.advanced(stamps[at], swapped), *stamps[at + 1 :]], answer))

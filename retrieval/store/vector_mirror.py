@@ -924,12 +924,19 @@ def _live_memory_columns(
     return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]
 
 
+def _stamp(org: str, namespace: str) -> tuple[int, int] | None:
+    """Stamp this process's memory write for the host (change_marker.wrote); it stores no side-table row, so the
+    side-table answers kept here stand."""
+    swapped = change_marker.wrote(org, namespace)
+    reads.kept(org, namespace, swapped)
+    return swapped
+
+
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
     """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
     if not rows:
         return
-    swapped = change_marker.wrote(org, namespace)
-    reads.kept(org, namespace, swapped)  # a memory write stores no side-table row: their answers stand
+    swapped = _stamp(org, namespace)
     if not enabled():
         return
     shown = None
@@ -955,8 +962,7 @@ def retired(org: str, namespace: str, rows: list[dict]) -> None:
     """The write path superseded or deleted these row versions."""
     if not rows:
         return
-    swapped = change_marker.wrote(org, namespace)
-    reads.kept(org, namespace, swapped)  # a memory write stores no side-table row: their answers stand
+    swapped = _stamp(org, namespace)
     if not enabled():
         return
     ids = [RowId(namespace, row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]
