@@ -67,12 +67,16 @@ def test_a_key_is_not_judged_against_its_own_rows_nor_unrelated_ones(path, agent
     assert (other["duplicate_of"], other["conflict_verdict"]) == (None, None)
 
 
-def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, agent, settings):
+def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, agent, settings, caplog):
     settings.LOOM_VECTOR_MIRROR = False  # the scan path, whichever engine
     settings.LOOM_WRITE_GATES_MAX_PAIRS = 3
     stored(agent, {"memory_key": "a", "value": DARK}, {"memory_key": "x", "value": "x"})
     result = stored(agent, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": LIGHT})
     assert [(r["write_gates"], r["duplicate_of"]) for r in result] == [("skipped", None), ("skipped", None)]
+    # The operator's log says why, and what would judge them: the counts, the budget, the mirror.
+    warning = next(r.getMessage() for r in caplog.records if "write gates skipped" in r.getMessage())
+    assert "2 new x 2 stored rows" in warning and "LOOM_WRITE_GATES_MAX_PAIRS (3)" in warning
+    assert "LOOM_VECTOR_MIRROR_MAX_ROWS" in warning
 
 
 def test_of_two_copies_in_one_batch_the_first_is_the_canonical(path, agent):

@@ -130,10 +130,15 @@ def _nearest_stored(
             return [None] * len(keys)
         if len(keys) * stored > settings.LOOM_WRITE_GATES_MAX_PAIRS:
             log.warning(
-                "write gates skipped for %d rows of %s/%s: over LOOM_WRITE_GATES_MAX_PAIRS",
+                "write gates skipped for %d rows of %s/%s: %d new x %d stored rows is over "
+                "LOOM_WRITE_GATES_MAX_PAIRS (%d), and no vector mirror holds the namespace here (it is loading, "
+                "LOOM_VECTOR_MIRROR is off, or the namespace is past LOOM_VECTOR_MIRROR_MAX_ROWS)",
                 len(keys),
                 scope.org,
                 scope.namespace,
+                len(keys),
+                stored,
+                settings.LOOM_WRITE_GATES_MAX_PAIRS,
             )
             return None
         return _nearest_in_clickhouse(scope, model, vectors, keys, scopes)
