@@ -5,7 +5,8 @@
 
 `--grow N` instead writes N memories into one namespace through the service layer (write gates on, the vector
 mirror serving them) and reports the rate of the ten batches before each mark: whether ingest slows as the
-namespace grows. Its baseline, timed at each mark: the same ten batches as bare inserts.
+namespace grows, and what the mirrors weigh then. Its baseline, timed at each mark: the same ten batches as bare
+inserts.
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
 keys. The baseline, timed in the same run, is a bare insert of the same rows into
@@ -37,7 +38,7 @@ import django
 django.setup()
 
 from retrieval.ingest import write
-from retrieval.store import clickhouse, schema
+from retrieval.store import clickhouse, schema, vector_mirror
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 from tenancy.roles import Role
@@ -173,7 +174,7 @@ def grow(total: int, marks: list[int], size: int) -> None:
     """One namespace grown to `total`; the rate of the ten batches before each mark, and the bare insert's."""
     scope = Scope(org="bench", namespace="grown", role=Role.WRITER, subject="bench")
     print(f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded")
-    print(f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}")
+    print(f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}{'mirror MB':>11}")
     window, rows, started = 10 * size, 0, None
     for at in range(0, total, size):
         if at + window in marks:
@@ -187,7 +188,8 @@ def grow(total: int, marks: list[int], size: int) -> None:
             rate = window / (time.perf_counter() - started)
             judged = sum(result.write_gates == "judged" for result in results)
             bare = window / bare_insert([batch] * 10, f"bare-{rows}")
-            print(f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}", flush=True)
+            held = vector_mirror.held_bytes() / 2**20
+            print(f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}{held:>11,.0f}", flush=True)
             started = None
 
 

@@ -116,9 +116,9 @@ def main():
         f"{'ratio':>6} {'RSS +MB':>8}"
     )
     for size in args.sizes:
-        values, keys = vectors(size, rng), vectors(size, rng)
+        values = vectors(size, rng)
         before = rss_mb()
-        built = mirror("ns", values, keys)
+        built = mirror("ns", values, None)  # value-axis searches only: no key vectors held
         grown = rss_mb() - before
         for noise in args.noise:
             near = values[rng.integers(0, size, args.queries)]
@@ -127,11 +127,11 @@ def main():
             ours, base, recall = timed_searches([(built, values, q) for q in queries])
             bound = values.nbytes / (bandwidth * 1e9) * 1000
             report(f"1 (noise {noise})", built.first_read(False), ours, base, recall, size, bound, grown)
-        del built, values, keys
+        del built, values
     if args.real:
         real = embedded(50_000)
         before = rss_mb()
-        built = mirror("real", real[:45_000], real[:45_000])
+        built = mirror("real", real[:45_000], None)
         grown = rss_mb() - before
         bound = real[:45_000].nbytes / (bandwidth * 1e9) * 1000
         searched = [(built, real[:45_000], q) for q in real[45_000 : 45_000 + args.queries]]
@@ -147,8 +147,8 @@ def main():
         before = rss_mb()
         spaces = []
         for n in range(count):
-            values, keys = vectors(per, rng), vectors(per, rng)
-            spaces.append((mirror(f"ns{n}", values, keys), values))
+            values = vectors(per, rng)
+            spaces.append((mirror(f"ns{n}", values, None), values))
         grown = rss_mb() - before
         searched = []
         for pick in rng.integers(0, count, args.queries):

@@ -583,18 +583,13 @@ LOOM_REPAIR_INTERVAL_S = env.number(
     doc="that worker also sweeps what failed writes left behind (`loom_repair`), rows older than the grace",
 )
 LOOM_REPAIR_GRACE_S = env.number("LOOM_REPAIR_GRACE_S", 600.0, minimum=0, doc=env.ABOVE)
-LOOM_VECTOR_MIRROR_MAX_ROWS = env.integer(
-    "LOOM_VECTOR_MIRROR_MAX_ROWS",
-    1_000_000,
-    minimum=0,
-    doc="a namespace with more live rows is scanned in ClickHouse instead (memory: rows × dim × 9 bytes: float32 values and keys, int8 codes; a namespace's first search starts its load in the background: ~7 s at 100k rows here)",
-)
-# All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB).
+# All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB); a namespace
+# alone past it is not mirrored.
 LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer(
     "LOOM_VECTOR_MIRROR_MAX_BYTES",
     4 << 30,
     minimum=0,
-    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again)",
+    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it is read from ClickHouse (its searches scan; a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then); a namespace's first search starts its load in the background: ~7 s at 100k rows here",
     shown="4294967296 (4 GiB)",
 )
 

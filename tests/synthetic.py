@@ -21,11 +21,17 @@ def vectors(count: int, rng) -> np.ndarray:
 
 
 def mirror(
-    namespace: str, values: np.ndarray, keys: np.ndarray, built: Vectors | None = None, name="m", sessions: int = 0
+    namespace: str,
+    values: np.ndarray,
+    keys: np.ndarray | None,
+    built: Vectors | None = None,
+    name="m",
+    sessions: int = 0,
 ) -> Vectors:
     """A mirror of these rows (keys m0, m1, ...; or added to `built`, under another `name`), added as the write
-    path's notices add them, 50,000 at a time; with `sessions`, row i is in session s{i % sessions}."""
-    built = built or Vectors()
+    path's notices add them, 50,000 at a time; with `sessions`, row i is in session s{i % sessions}. Without key
+    vectors, a mirror that holds none (a namespace no search scored on the key axis)."""
+    built = built or Vectors(keyed=keys is not None)
     step = 50_000
     for start in range(0, len(values), step):
         rows = [
@@ -37,7 +43,7 @@ def mirror(
                 "version": 1,
                 "revision": 1,
                 "value_vector": values[i],
-                "key_vector": keys[i],
+                "key_vector": None if keys is None else keys[i],
                 "duplicate_of": "",
                 "user_id": "",
                 "run_id": "",

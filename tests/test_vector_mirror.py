@@ -129,12 +129,33 @@ def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend
     assert "fresh" not in keys
 
 
-def test_a_namespace_over_the_cap_is_read_from_clickhouse(backend, agent, settings):
-    settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 3
+def test_a_namespace_alone_over_the_byte_budget_is_read_from_clickhouse(backend, agent, settings):
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 3 * vector_mirror.Vectors.row_bytes(384, keyed=False)
     agent.set(*ROWS)
     wait_for_mirror(agent)  # loaded as "too large": None
     assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
+
+
+def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend, agent, settings):
+    """A namespace whose searches never score keys is mirrored without key vectors (as large as the values); the
+    first key-axis search loads it again with them, and ClickHouse answers meanwhile."""
+    settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "off"
+    agent.set(*ROWS, {"memory_key": "office.city", "value": "lisbon"})
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    keyless = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    assert keyless.keys is None
+    settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
+    settings.LOOM_VECTOR_MIRROR = False
+    scanned = answers(agent, explain=True) + [agent.search("office city", explain=True, min_similarity=0).json["hits"]]
+    settings.LOOM_VECTOR_MIRROR = True
+    wait_for_mirror(agent)
+    keyed = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    assert keyed is not keyless and keyed.keys is not None and keyless.nbytes < keyed.nbytes
+    found = agent.search("office city", explain=True, min_similarity=0).json
+    assert answers(agent, explain=True) + [found["hits"]] == scanned  # key similarities as the scan gives them
+    assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "mirror"
 
 
 def agent_org(agent):
@@ -189,25 +210,27 @@ def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agen
     assert answers(agent) == mirrored  # created_at and valid_at at ClickHouse's millisecond, not the notice's
 
 
-def test_a_mirror_grown_past_the_cap_hands_the_namespace_to_clickhouse(backend, agent, settings):
+def test_a_mirror_grown_alone_past_the_byte_budget_hands_the_namespace_to_clickhouse(backend, agent, settings):
     agent.set(*ROWS[:2])
     wait_for_mirror(agent)
-    settings.LOOM_VECTOR_MIRROR_MAX_ROWS = 4
-    agent.set(*ROWS[2:])
-    assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
+    org = agent_org(agent)
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = vector_mirror.get(org, "default", "fake-ngram-384").nbytes  # full now
+    agent.set(*ROWS[2:])  # their postings weigh more
+    assert vector_mirror.get(org, "default", "fake-ngram-384") is None
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
 
 
 def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_budget(backend, agent, call, settings):
     from tests.conftest import Agent
 
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 20  # one small mirror (1,024 rows of 2 x 384 floats: 3 MiB), not two
     settings.LOOM_WRITE_GATES = False  # the gates' reads would start both loads now, in a race for the one place
     other = Agent(call, agent.token, namespace="second")
     agent.set(*ROWS)
     other.set(*ROWS)
     wait_for_mirror(agent)
     org = agent_org(agent)
+    # Room for one of the two same-sized mirrors, not both.
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = vector_mirror.get(org, agent.namespace, "fake-ngram-384").nbytes * 3 // 2
     other.search("start the load")
     wait_until(lambda: vector_mirror.loaded(org, "second", "fake-ngram-384"))
     assert not vector_mirror.loaded(org, "default", "fake-ngram-384")  # dropped, not marked too large
@@ -341,6 +364,25 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     names = [f"m{i}" if i < 10_000 else f"later{i - 10_000}" for i in picked]
     assert [hit[0] for hit in built.nearest(copies, keys, own)] == names
     assert all(hit[0] != name for hit, name in zip(built.nearest(copies, keys, other), names))
+
+
+def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(settings):
+    """What the byte budget counts: each row's value vector, codes and bits (key vectors only when held), and the
+    cells once trained; the arrays' room for rows to come is never written, so never resident."""
+    import numpy as np
+
+    from tests.synthetic import mirror, vectors
+
+    values = vectors(1500, np.random.default_rng(4))
+    keyless, keyed = mirror("ns", values[:1000], None), mirror("ns", values[:1000], values[:1000])
+    mirror("ns", values[1000:], None, keyless, name="later")  # the arrays doubled: room for 2,048 rows
+    mirror("ns", values[1000:], values[1000:], keyed, name="later")
+    assert len(keyless.values) == len(keyed.keys) == 2048
+    assert keyless.nbytes == 1500 * (384 * 4 + 384 + 48)
+    assert keyed.nbytes == 1500 * (384 * 8 + 384 + 48)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    keyless._gate_cells()
+    assert keyless.nbytes - 1500 * (384 * 4 + 384 + 48) == keyless.cells.nbytes > 1500 * 384
 
 
 def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(settings, monkeypatch):

@@ -76,7 +76,7 @@ def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, ag
     # The operator's log says why, and what would judge them: the counts, the budget, the mirror.
     warning = next(r.getMessage() for r in caplog.records if "write gates skipped" in r.getMessage())
     assert "2 new x 2 stored rows" in warning and "LOOM_WRITE_GATES_MAX_PAIRS (3)" in warning
-    assert "LOOM_VECTOR_MIRROR_MAX_ROWS" in warning
+    assert "LOOM_VECTOR_MIRROR_MAX_BYTES" in warning
 
 
 def test_of_two_copies_in_one_batch_the_first_is_the_canonical(path, agent):

@@ -132,8 +132,7 @@ def _nearest_stored(
             log.warning(
                 "write gates skipped for %d rows of %s/%s: %d new x %d stored rows is over "
                 "LOOM_WRITE_GATES_MAX_PAIRS (%d), and no vector mirror holds the namespace here (it is loading, "
-                "LOOM_VECTOR_MIRROR is off, or the namespace is past LOOM_VECTOR_MIRROR_MAX_ROWS or "
-                "LOOM_VECTOR_MIRROR_MAX_BYTES)",
+                "LOOM_VECTOR_MIRROR is off, or the namespace alone is past LOOM_VECTOR_MIRROR_MAX_BYTES)",
                 len(keys),
                 scope.org,
                 scope.namespace,

@@ -53,7 +53,7 @@ def _in_mirrors(org: str, namespaces: list[str], model: str, names: list[str], t
     """The names some loaded mirror's rows hold: a one-word name by its word, any name as an entity."""
     if not vector_mirror.enabled():
         return set()
-    mirrors = [vector_mirror.get(org, namespace, model) for namespace in namespaces]
+    mirrors = [vector_mirror.peek(org, namespace, model) for namespace in namespaces]
     if any(mirror is None for mirror in mirrors):
         return set()
     asked = [name_terms[0] if len(name_terms) == 1 else "\0" for name_terms in terms]

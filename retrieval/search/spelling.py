@@ -108,7 +108,7 @@ def _from_mirror(org: str, namespace: str, model: str, words: list[str]) -> dict
     them: read from the rows the mirror's postings name for each word's stem. A word more than MIRROR_ROWS_A_WORD
     rows hold is counted over that many of them, evenly spaced: the rule compares shares. None when the namespace's
     mirror is not loaded, or does not hold every live row's words."""
-    mirror = vector_mirror.get(org, namespace, model) if vector_mirror.enabled() else None
+    mirror = vector_mirror.peek(org, namespace, model) if vector_mirror.enabled() else None
     stems = dict(zip(words, text.stems(words)))
     held = mirror.values_holding(sorted(set(stems.values())), MIRROR_ROWS_A_WORD) if mirror else None
     if held is None:

@@ -76,6 +76,12 @@ class Cells:
         cells.trained_on, cells.strays_trained = len(vectors), len(cells.members[cells.stray])
         return cells
 
+    @property
+    def nbytes(self) -> int:
+        """The centroids and what each cell keeps of its rows."""
+        kept = (part.nbytes for parts in (self.members, self.scopes, self.codes, self.scales) for part in parts)
+        return self.coarse.nbytes + self.fine.nbytes + sum(kept)
+
     def due(self) -> bool:
         """Whether the centroids should be trained again: the rows have doubled since, or the strays grew."""
         grown = len(self.members[self.stray]) - self.strays_trained

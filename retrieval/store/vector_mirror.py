@@ -16,11 +16,13 @@ is itself answered by ClickHouse, as is every search until the load is done;
 notices that arrive during the load are kept and applied on top of it, in
 order (adding is idempotent, retiring one-way), so no write falls between the
 load and the notices. A search whose filters narrow the set, or that replays
-`as_of`, or a namespace over LOOM_VECTOR_MIRROR_MAX_ROWS, reads ClickHouse
-instead: the mirror is an index of the table, never a second source of truth.
-All mirrors together stay within LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the
-least recently searched are dropped (ClickHouse answers them until a search
-loads them again).
+`as_of`, reads ClickHouse instead: the mirror is an index of the table, never a
+second source of truth. All mirrors together stay within
+LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the least recently searched are dropped
+(ClickHouse answers them until a search loads them again), and a namespace alone
+past it is not mirrored. A mirror holds the key vectors only once a search of its
+namespace scored on the key axis: they are as large as the value vectors, and a
+namespace whose keys name no attributes never reads them.
 
 Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
 numpy over the same rows ~6 ms; and any statement reading a few rows costs it
@@ -50,9 +52,9 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
+_keyed: set[tuple[str, str, str, str]] = set()  # the namespaces whose mirrors hold key vectors (`get`)
 _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
-metrics.mirror_bytes.set_function(lambda: sum(mirror.nbytes for mirror in list(_mirrors.values()) if mirror))
 
 
 class Vectors:
@@ -61,14 +63,17 @@ class Vectors:
     Arrays grow by doubling, so a write batch appends without copying the namespace.
     """
 
-    def __init__(self):
+    def __init__(self, keyed: bool):
         self.lock = threading.Lock()  # a search reads while a write's notice may grow the arrays
+        # Whether the key vectors are held: only for a namespace some search scored on the key axis (`get`); the
+        # rest never read them, and they are as large as the value vectors.
+        self.keyed = keyed
         self.ids: list[RowId] = []
         self.position: dict[RowId, int] = {}
         self.revisions: list[int] = []  # of each row's vectors: a newer one (its key re-embedded) replaces them
         self.meta: list[dict] = []
         self.shown: list[tuple | None] = []  # (value, valid_at, created_at): what a hit shows besides meta
-        self.values = self.keys = None  # (capacity, dim) float32, made on the first add
+        self.values = self.keys = None  # (capacity, dim) float32, made on the first add (keys: when keyed)
         # The value vectors as int8 codes, each row scaled by its largest component (`scales`): a large mirror scans
         # these first and rescores the best rows at full precision (`_codes_first`).
         self.codes = np.zeros((0, 0), dtype=np.int8)
@@ -127,7 +132,9 @@ class Vectors:
                 self.revisions[at] = row["revision"]
                 self.meta[at] = _meta(row)
                 self.shown[at] = shown.get(_identity(row)) or self.shown[at]
-                self.values[at], self.keys[at] = row["value_vector"], row["key_vector"]
+                self.values[at] = row["value_vector"]
+                if self.keyed:
+                    self.keys[at] = row["key_vector"]
                 self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
                 self.bits[at] = _signs(self.values[at])
                 self.dated[at] = _ms(row["dated_at"])
@@ -138,7 +145,8 @@ class Vectors:
         start, end = len(self.ids), len(self.ids) + len(fresh)
         self._reserve(end, len(fresh[0][1]["value_vector"]))
         self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
-        self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
+        if self.keyed:
+            self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
         self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
         self.bits[start:end] = _signs(self.values[start:end])
         self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
@@ -202,7 +210,7 @@ class Vectors:
         if size <= capacity:
             return
         capacity = max(size, 2 * capacity, 1024)
-        for name in ("values", "keys"):
+        for name in ("values", "keys") if self.keyed else ("values",):
             grown = np.empty((capacity, dim), dtype=np.float32)  # rows past len(self.ids) are never read
             old = getattr(self, name)
             if old is not None:
@@ -222,11 +230,18 @@ class Vectors:
 
     @property
     def nbytes(self) -> int:
-        """The vector matrices' allocation and the postings: what a mirror weighs against
-        LOOM_VECTOR_MIRROR_MAX_BYTES."""
+        """What the rows weigh (vectors, codes, bits, the gates' cells) with the postings: what a mirror weighs
+        against LOOM_VECTOR_MIRROR_MAX_BYTES. The rows held, not the arrays' capacity: pages past the last row are
+        never written, so never resident (a capacity that doubled at 1M rows would have counted 2M)."""
         if self.values is None:
             return 0
-        return self.values.nbytes + self.keys.nbytes + self.codes.nbytes + self.bits.nbytes + self.posted
+        row = sum(part[0].nbytes for part in (self.values, self.keys, self.codes, self.bits) if part is not None)
+        return len(self.ids) * row + self.posted + (self.cells.nbytes if self.cells else 0)
+
+    @staticmethod
+    def row_bytes(dim: int, keyed: bool) -> int:
+        """About what a row weighs in `nbytes`, before its postings: a load's estimate of a namespace."""
+        return dim * (4 + 4 * keyed + 1 + 1) + (dim + 7) // 8 + 20  # values, keys, codes, the cells' codes and ids
 
     def holds(self, rid: RowId, revision: int) -> bool:
         """Whether this row's vectors of this revision (or a newer one) are here."""
@@ -692,18 +707,19 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     live = [row for row in came if row["status"] == "active" and row["embedding_dim"] > 0]
     wanted = sorted({_identity(row) for row in live if not mirror.holds(row_id(row), row["revision"])})
     if wanted:
+        columns = _columns(mirror.keyed)
         types = clickhouse.column_types("memory_embeddings")
         rows = clickhouse.query_decoded(
             f"""
-            SELECT {", ".join(_COLUMNS)} FROM memory_embeddings
+            SELECT {", ".join(columns)} FROM memory_embeddings
             WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0 AND {THESE_VERSIONS}
             ORDER BY memory_key, agent, session_id, version, revision DESC
             LIMIT 1 BY memory_key, agent, session_id, version
             """,
             {"org": org, "namespace": namespace, "model": model, **versions(wanted)},
-            [types[name] for name in _COLUMNS],
+            [types[name] for name in columns],
         )
-        added = [dict(zip(_COLUMNS, row)) for row in rows]
+        added = [dict(zip(columns, row)) for row in rows]
         fresh = [_identity(row) for row in added if row_id(row) not in mirror.position]
         shown = shown_of(_live_memory_columns(org, namespace, fresh)) if fresh else {}
         # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
@@ -713,10 +729,16 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     mirror.since = max(mirror.since, came[-1]["read_at"] - SYNC_LAG)
 
 
-def get(org: str, namespace: str, model: str) -> Vectors | None:
-    """The namespace's mirror when it is loaded; else None, and (the first time) its load begins."""
+def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | None:
+    """The namespace's mirror when it is loaded; else None, and (the first time) its load begins. With `keys` (a
+    search scored on the key axis too), a mirror that holds no key vectors is dropped and loaded again with them:
+    from then on the namespace's mirror holds them."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
+        if keys:
+            _keyed.add(key)
+            if (mirror := _mirrors.get(key)) is not None and not mirror.keyed:
+                del _mirrors[key]  # (a load begun without them may have finished since the key axis was asked)
         if key in _mirrors:
             _used[key] = time.monotonic()
             return _mirrors[key]
@@ -726,11 +748,20 @@ def get(org: str, namespace: str, model: str) -> Vectors | None:
     return None
 
 
+def peek(org: str, namespace: str, model: str) -> Vectors | None:
+    """The namespace's mirror when it is loaded; no load begins (a search's side reads leave that to its vector leg,
+    which knows whether the key vectors are wanted)."""
+    with _lock:
+        return _mirrors.get((clickhouse.target(), org, namespace, model))
+
+
 def _load_in_background(key: tuple[str, str, str, str]) -> None:
     target, org, namespace, model = key
     try:
         clickhouse.use_target_in_thread(target)
-        mirror = _load(org, namespace, model)
+        mirror = _load(org, namespace, model, key in _keyed)
+        while mirror is not None and key in _keyed and not mirror.keyed:  # a key-axis search came while it loaded
+            mirror = _load(org, namespace, model, True)
         if mirror is not None:
             mirror._gate_cells()  # a large namespace's first write batch then finds them trained
     except Exception as exc:  # the scan keeps answering; the next search tries again
@@ -753,11 +784,8 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
 
 
 def _within_cap(mirror: Vectors | None) -> Vectors | None:
-    """A mirror grown past LOOM_VECTOR_MIRROR_MAX_ROWS (or alone past the byte budget) is dropped: ClickHouse serves
-    the namespace from then on."""
-    if mirror is None or len(mirror.ids) > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
-        return None
-    return mirror if mirror.nbytes <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES else None
+    """A mirror grown alone past the byte budget is dropped: ClickHouse serves the namespace from then on."""
+    return mirror if mirror is not None and mirror.nbytes <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES else None
 
 
 def _within_budget(keep: tuple) -> None:
@@ -773,6 +801,14 @@ def _within_budget(keep: tuple) -> None:
             _used.pop(key, None)
             total -= held[key]
             log.info("vector mirror of %s/%s dropped to stay within LOOM_VECTOR_MIRROR_MAX_BYTES", key[1], key[2])
+
+
+def held_bytes() -> int:
+    """What the loaded mirrors weigh together (`Vectors.nbytes`)."""
+    return sum(mirror.nbytes for mirror in list(_mirrors.values()) if mirror)
+
+
+metrics.mirror_bytes.set_function(held_bytes)
 
 
 def loading() -> int:
@@ -823,6 +859,11 @@ _COLUMNS = (
 _WHERE = "org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}"
 
 
+def _columns(keyed: bool) -> tuple[str, ...]:
+    """What a mirror reads of a vector row: the key vector only when it holds them (half the bytes otherwise)."""
+    return _COLUMNS if keyed else tuple(name for name in _COLUMNS if name != "key_vector")
+
+
 def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) -> bool:
     return bool(
         clickhouse.query_value(
@@ -840,23 +881,29 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
 LOAD_STEP = 100_000
 
 
-def _load(org: str, namespace: str, model: str) -> Vectors | None:
+def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
+    """The namespace's mirror, read in ranges of keys; None when its vectors alone would be over
+    LOOM_VECTOR_MIRROR_MAX_BYTES (ClickHouse serves it then)."""
     params = {"org": org, "namespace": namespace, "model": model}
     # Read first: rows reaching the engine while the load reads are then in the first delta.
     since = None if clickhouse.backend() == "embedded" else clickhouse.query_value("SELECT now64(6, 'UTC')")
-    count = clickhouse.query_value(
-        f"SELECT count() FROM memory_embeddings WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0", params
-    )
-    if count > settings.LOOM_VECTOR_MIRROR_MAX_ROWS:
+    count, dim = clickhouse.query_rows(
+        f"""
+        SELECT count(), max(embedding_dim) FROM memory_embeddings
+        WHERE {_WHERE} AND status = 'active' AND embedding_dim > 0
+        """,
+        params,
+    )[0]
+    if count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
         return None
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
-    types = clickhouse.column_types("memory_embeddings")
-    mirror = Vectors()
+    types, columns = clickhouse.column_types("memory_embeddings"), _columns(keyed)
+    mirror = Vectors(keyed)
     for low, high in _key_ranges(params, count):
         within = {**params, "low": low, "high": high}
         rows = clickhouse.query_decoded(
             f"""
-            SELECT {", ".join(_COLUMNS)}
+            SELECT {", ".join(columns)}
             FROM memory_embeddings
             WHERE {_WHERE} AND {_KEY_RANGE} AND status = 'active' AND embedding_dim > 0
               AND (memory_key, agent, session_id, version) NOT IN (
@@ -866,11 +913,11 @@ def _load(org: str, namespace: str, model: str) -> Vectors | None:
             LIMIT 1 BY memory_key, agent, session_id, version
             """,
             within,
-            [types[name] for name in _COLUMNS],
+            [types[name] for name in columns],
         )
         if rows:  # sized for the namespace once, not doubled range by range (a doubling holds both copies)
-            mirror.reserve(count, len(rows[0][_COLUMNS.index("value_vector")]))
-        rows = [dict(zip(_COLUMNS, row)) for row in rows]
+            mirror.reserve(count, dim)
+        rows = [dict(zip(columns, row)) for row in rows]
         mirror.add(rows, bool(chunked), shown_of(_live_memory_columns(org, namespace, keys=(low, high))))
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror

@@ -58,7 +58,7 @@ def mirrored(ctx: Context) -> list | None:
         or not found.hide_duplicates
     ):
         return None
-    mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model) for namespace in ctx.namespaces]
+    mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model, ctx.key_axis) for namespace in ctx.namespaces]
     return None if any(mirror is None for mirror in mirrors) else mirrors
 
 
