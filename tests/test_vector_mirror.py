@@ -137,9 +137,12 @@ def test_a_namespace_alone_over_the_byte_budget_is_read_from_clickhouse(backend,
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
 
 
-def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend, agent, settings):
-    """A namespace whose searches never score keys is mirrored without key vectors (as large as the values); the
-    first key-axis search loads it again with them, and ClickHouse answers meanwhile."""
+def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend, agent, settings, monkeypatch):
+    """A namespace whose searches never score keys is mirrored without key vectors (as large as the values). The
+    first key-axis search loads it again with them; meanwhile the mirror without them goes on judging writes, and
+    key-axis searches read ClickHouse."""
+    import threading
+
     settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "off"
     agent.set(*ROWS, {"memory_key": "office.city", "value": "lisbon"})
     wait_for_mirror(agent)
@@ -147,12 +150,20 @@ def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend
     keyless = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
     assert keyless.keys is None
     settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
+    release, original = threading.Event(), vector_mirror._load
+    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    assert agent.search("office city", explain=True).json["retrieval_work"]["vector_read"] == "clickhouse"
+    [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k00")
+    assert vector_mirror.peek(org, agent.namespace, "fake-ngram-384") is keyless
+    release.set()
+    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
+    keyed = vector_mirror.get(org, agent.namespace, "fake-ngram-384", keys=True)
+    assert keyed.keys is not None and keyless.nbytes < keyed.nbytes
+    assert keyed.holds(keyless.ids[-1], 0)  # the write made while it loaded
     settings.LOOM_VECTOR_MIRROR = False
     scanned = answers(agent, explain=True) + [agent.search("office city", explain=True, min_similarity=0).json["hits"]]
     settings.LOOM_VECTOR_MIRROR = True
-    wait_for_mirror(agent)
-    keyed = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
-    assert keyed is not keyless and keyed.keys is not None and keyless.nbytes < keyed.nbytes
     found = agent.search("office city", explain=True, min_similarity=0).json
     assert answers(agent, explain=True) + [found["hits"]] == scanned  # key similarities as the scan gives them
     assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "mirror"

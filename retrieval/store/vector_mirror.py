@@ -731,21 +731,28 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
 
 def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; else None, and (the first time) its load begins. With `keys` (a
-    search scored on the key axis too), a mirror that holds no key vectors is dropped and loaded again with them:
-    from then on the namespace's mirror holds them."""
+    search scored on the key axis too), a mirror that holds no key vectors is loaded again with them; it serves the
+    rest meanwhile (the write gates, value-only searches), and the namespace's mirror holds them from then on."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
         if keys:
             _keyed.add(key)
-            if (mirror := _mirrors.get(key)) is not None and not mirror.keyed:
-                del _mirrors[key]  # (a load begun without them may have finished since the key axis was asked)
-        if key in _mirrors:
-            _used[key] = time.monotonic()
-            return _mirrors[key]
-        if key not in _pending:
-            _pending[key] = []
-            threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
-    return None
+        if key not in _mirrors:
+            _begin_load(key)
+            return None
+        mirror = _mirrors[key]
+        if mirror is not None and keys and not mirror.keyed:
+            _begin_load(key)
+            return None  # this search reads ClickHouse
+        _used[key] = time.monotonic()
+        return mirror
+
+
+def _begin_load(key: tuple[str, str, str, str]) -> None:
+    """Under _lock: load the namespace in the background, unless a load is under way."""
+    if key not in _pending:
+        _pending[key] = []
+        threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
 
 
 def peek(org: str, namespace: str, model: str) -> Vectors | None:
@@ -818,7 +825,11 @@ def loading() -> int:
 
 
 def loaded(org: str, namespace: str, model: str) -> bool:
-    return (clickhouse.target(), org, namespace, model) in _mirrors
+    """Whether the namespace's mirror is in, with no load of it under way (under the lock: a load installs its mirror
+    and drops others for the budget in one step)."""
+    key = (clickhouse.target(), org, namespace, model)
+    with _lock:
+        return key in _mirrors and key not in _pending
 
 
 def rows(org: str, model: str, ids: list[RowId]) -> dict[RowId, dict]:
@@ -995,10 +1006,9 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
             if key not in _pending and _mirrors.get(key) is None:
                 continue
             shown = shown if shown is not None else shown_of(memory_rows)
-            if key in _pending:
+            if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
                 _pending[key].append(("add", (mine, chunked, shown)))
-            else:
-                mirror = _mirrors[key]
+            if (mirror := _mirrors.get(key)) is not None:
                 mirror.add(mine, chunked, shown)
                 mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
                 _mirrors[key] = _within_cap(mirror)
