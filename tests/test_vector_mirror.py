@@ -169,6 +169,24 @@ def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend
     assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "mirror"
 
 
+def test_a_namespace_whose_key_vectors_would_not_fit_is_mirrored_without_them(backend, agent, settings):
+    """Key vectors nearly double a row: where they would put the namespace over the byte budget, it is mirrored
+    without them for the write gates and value-only searches, and key-axis searches read ClickHouse (once, not a
+    load each time)."""
+    settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = (len(ROWS) + 1) * vector_mirror.Vectors.row_bytes(384, keyed=False) * 3 // 2
+    agent.set(*ROWS, {"memory_key": "office.city", "value": "lisbon"})
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    mirror = vector_mirror.peek(org, agent.namespace, "fake-ngram-384")
+    assert mirror is not None and mirror.keys is None
+    found = agent.search("office city", explain=True).json
+    assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "clickhouse"
+    assert vector_mirror.loading() == 0  # no second load begun
+    [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k00")
+
+
 def agent_org(agent):
     from tenancy.models import ApiToken
 

@@ -21,8 +21,9 @@ second source of truth. All mirrors together stay within
 LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the least recently searched are dropped
 (ClickHouse answers them until a search loads them again), and a namespace alone
 past it is not mirrored. A mirror holds the key vectors only once a search of its
-namespace scored on the key axis: they are as large as the value vectors, and a
-namespace whose keys name no attributes never reads them.
+namespace scored on the key axis, and where they fit the budget: they are as large
+as the value vectors, and a namespace whose keys name no attributes never reads
+them.
 
 Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
 numpy over the same rows ~6 ms; and any statement reading a few rows costs it
@@ -68,6 +69,7 @@ class Vectors:
         # Whether the key vectors are held: only for a namespace some search scored on the key axis (`get`); the
         # rest never read them, and they are as large as the value vectors.
         self.keyed = keyed
+        self.keys_fit = True  # False: a load found that they would put the namespace over the byte budget
         self.ids: list[RowId] = []
         self.position: dict[RowId, int] = {}
         self.revisions: list[int] = []  # of each row's vectors: a newer one (its key re-embedded) replaces them
@@ -731,8 +733,9 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
 
 def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; else None, and (the first time) its load begins. With `keys` (a
-    search scored on the key axis too), a mirror that holds no key vectors is loaded again with them; it serves the
-    rest meanwhile (the write gates, value-only searches), and the namespace's mirror holds them from then on."""
+    search scored on the key axis too), a mirror that holds no key vectors is loaded again with them (unless they
+    would not fit the byte budget): it serves the rest meanwhile (the write gates, value-only searches), and the
+    namespace's mirror holds them from then on."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
         if keys:
@@ -742,7 +745,8 @@ def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | N
             return None
         mirror = _mirrors[key]
         if mirror is not None and keys and not mirror.keyed:
-            _begin_load(key)
+            if mirror.keys_fit:
+                _begin_load(key)
             return None  # this search reads ClickHouse
         _used[key] = time.monotonic()
         return mirror
@@ -767,7 +771,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
     try:
         clickhouse.use_target_in_thread(target)
         mirror = _load(org, namespace, model, key in _keyed)
-        while mirror is not None and key in _keyed and not mirror.keyed:  # a key-axis search came while it loaded
+        while mirror is not None and key in _keyed and not mirror.keyed and mirror.keys_fit:  # asked for meanwhile
             mirror = _load(org, namespace, model, True)
         if mirror is not None:
             mirror._gate_cells()  # a large namespace's first write batch then finds them trained
@@ -893,8 +897,8 @@ LOAD_STEP = 100_000
 
 
 def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
-    """The namespace's mirror, read in ranges of keys; None when its vectors alone would be over
-    LOOM_VECTOR_MIRROR_MAX_BYTES (ClickHouse serves it then)."""
+    """The namespace's mirror, read in ranges of keys: with key vectors if `keyed` and they fit
+    LOOM_VECTOR_MIRROR_MAX_BYTES, else without; None when even that would be over it (ClickHouse serves it then)."""
     params = {"org": org, "namespace": namespace, "model": model}
     # Read first: rows reaching the engine while the load reads are then in the first delta.
     since = None if clickhouse.backend() == "embedded" else clickhouse.query_value("SELECT now64(6, 'UTC')")
@@ -905,11 +909,14 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         """,
         params,
     )[0]
-    if count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+    keys_fit = count * Vectors.row_bytes(dim, True) <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES
+    if count * Vectors.row_bytes(dim, keyed and keys_fit) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
         return None
+    keyed = keyed and keys_fit  # (without: key-axis searches read ClickHouse, and the rest this mirror)
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
     types, columns = clickhouse.column_types("memory_embeddings"), _columns(keyed)
     mirror = Vectors(keyed)
+    mirror.keys_fit = keys_fit
     for low, high in _key_ranges(params, count):
         within = {**params, "low": low, "high": high}
         rows = clickhouse.query_decoded(
