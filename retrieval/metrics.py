@@ -37,4 +37,10 @@ cache_lookups = Counter(
     registry=REGISTRY,
 )
 swept = Counter("loom_repair_swept", "Row versions loom_repair retired (failed writes' leftovers)", registry=REGISTRY)
+write_gates = Counter(
+    "loom_write_gates",
+    "Rows the write gates judged, skipped (stored unjudged) or were off for",
+    ["outcome"],
+    registry=REGISTRY,
+)
 mirror_bytes = Gauge("loom_vector_mirror_bytes", "Bytes the vector mirrors hold in this process", registry=REGISTRY)

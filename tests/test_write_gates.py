@@ -28,9 +28,13 @@ def path(request, backend, agent, settings):
 
 
 def test_a_duplicate_is_stored_and_hidden_unless_asked_for(path, agent):
+    from tests.test_metrics import sample
+
     stored(agent, {"memory_key": "a", "value": DARK})
+    judged = sample("loom_write_gates_total", outcome="judged")
     result = stored(agent, {"memory_key": "b", "value": DARK})[0]
     assert result["duplicate_of"] == "a" and result["conflict_verdict"] is None
+    assert sample("loom_write_gates_total", outcome="judged") == judged + 1
     assert "b" not in agent.hits("which theme does the user prefer", min_similarity=0)
     assert {"a", "b"} <= set(agent.hits("which theme does the user prefer", min_similarity=0, include_duplicates=True))
     got = agent.call("memory.get", {"memory_key": "b"}, agent.token).json
@@ -68,11 +72,17 @@ def test_a_key_is_not_judged_against_its_own_rows_nor_unrelated_ones(path, agent
 
 
 def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, agent, settings, caplog):
+    from tests.test_metrics import sample
+
     settings.LOOM_VECTOR_MIRROR = False  # the scan path, whichever engine
     settings.LOOM_WRITE_GATES_MAX_PAIRS = 3
     stored(agent, {"memory_key": "a", "value": DARK}, {"memory_key": "x", "value": "x"})
+    judged, skipped = (sample("loom_write_gates_total", outcome=outcome) for outcome in ("judged", "skipped"))
     result = stored(agent, {"memory_key": "b", "value": DARK}, {"memory_key": "c", "value": LIGHT})
     assert [(r["write_gates"], r["duplicate_of"]) for r in result] == [("skipped", None), ("skipped", None)]
+    # An operator's alert counts them: rows stored unjudged, by outcome.
+    assert sample("loom_write_gates_total", outcome="skipped") == skipped + 2
+    assert sample("loom_write_gates_total", outcome="judged") == judged
     # The operator's log says why, and what would judge them: the counts, the budget, the mirror.
     warning = next(r.getMessage() for r in caplog.records if "write gates skipped" in r.getMessage())
     assert "2 new x 2 stored rows" in warning and "LOOM_WRITE_GATES_MAX_PAIRS (3)" in warning

@@ -18,6 +18,7 @@ import logging
 import numpy as np
 from django.conf import settings
 
+from retrieval import metrics
 from retrieval.gates import thresholds
 from retrieval.language import names
 from retrieval.store import clickhouse, reads, vector_mirror
@@ -34,8 +35,7 @@ def judge(scope: Scope, plans: list) -> None:
     # A conversation turn records what was said: an answer that echoes its question is no duplicate of it.
     todo = [plan for plan in plans if plan.row and plan.head_vector is not None and plan.row["memory_type"] != "turn"]
     if not settings.LOOM_WRITE_GATES:
-        for plan in todo:
-            plan.result.write_gates = "off"
+        _said(todo, "off")
         return
     if not todo:
         return
@@ -45,12 +45,10 @@ def judge(scope: Scope, plans: list) -> None:
     scopes = [vector_mirror.scope_of(plan.row) for plan in todo]
     nearest = _nearest_stored(scope, model, vectors, keys, scopes)
     if nearest is None:  # said, not hidden
-        for plan in todo:
-            plan.result.write_gates = "skipped"
+        _said(todo, "skipped")
         return
     gates = thresholds.resolve(scope.org, scope.namespace, model)
-    for plan in todo:
-        plan.result.write_gates = "judged"
+    _said(todo, "judged")
     # The batch's own earlier rows count too: of two copies written together, the first is the canonical.
     sims = _earlier_in_batch(vectors, keys, scopes)
     best = sims.argmax(axis=1).tolist()
@@ -87,6 +85,13 @@ def judge(scope: Scope, plans: list) -> None:
             }
             plan.row["conflict_verdict"] = json.dumps(verdict)
             plan.result.conflict_verdict = verdict
+
+
+def _said(plans: list, outcome: str) -> None:
+    """Each plan's `write_gates`, and the count an operator's alert reads (`loom_write_gates_total`)."""
+    for plan in plans:
+        plan.result.write_gates = outcome
+    metrics.write_gates.labels(outcome).inc(len(plans))
 
 
 def _values(scope: Scope, wanted: list[tuple[str, tuple]]) -> dict[tuple[str, tuple], str]:
