@@ -733,9 +733,9 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
 
 def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; else None, and (the first time) its load begins. With `keys` (a
-    search scored on the key axis too), a mirror that holds no key vectors is loaded again with them (unless they
-    would not fit the byte budget): it serves the rest meanwhile (the write gates, value-only searches), and the
-    namespace's mirror holds them from then on."""
+    search scored on the key axis too), a mirror that holds no key vectors begins loading again with them (unless
+    they would not fit the byte budget), and is returned meanwhile for what reads none (the write gates, the
+    lexical and temporal legs): check `keyed` before scoring keys. The namespace's mirror holds them from then on."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
         if keys:
@@ -744,10 +744,8 @@ def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | N
             _begin_load(key)
             return None
         mirror = _mirrors[key]
-        if mirror is not None and keys and not mirror.keyed:
-            if mirror.keys_fit:
-                _begin_load(key)
-            return None  # this search reads ClickHouse
+        if mirror is not None and keys and not mirror.keyed and mirror.keys_fit:
+            _begin_load(key)
         _used[key] = time.monotonic()
         return mirror
 
@@ -910,9 +908,9 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         params,
     )[0]
     keys_fit = count * Vectors.row_bytes(dim, True) <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES
-    if count * Vectors.row_bytes(dim, keyed and keys_fit) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+    keyed = keyed and keys_fit  # (without them: key-axis searches read ClickHouse, the rest this mirror)
+    if count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
         return None
-    keyed = keyed and keys_fit  # (without: key-axis searches read ClickHouse, and the rest this mirror)
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
     types, columns = clickhouse.column_types("memory_embeddings"), _columns(keyed)
     mirror = Vectors(keyed)

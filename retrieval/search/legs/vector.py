@@ -62,9 +62,18 @@ def mirrored(ctx: Context) -> list | None:
     return None if any(mirror is None for mirror in mirrors) else mirrors
 
 
+def _scoring(ctx: Context) -> list | None:
+    """The mirrors, when they can score this search: `mirrored`, holding key vectors if it scores the key axis (a
+    mirror without them is loading them meanwhile)."""
+    mirrors = mirrored(ctx)
+    if mirrors is None or (ctx.key_axis and not all(mirror.keyed for mirror in mirrors)):
+        return None
+    return mirrors
+
+
 def _from_mirror(ctx: Context) -> list[Hit] | None:
     """The same answer from the in-process mirror, when it holds exactly the rows this search may read."""
-    mirrors = mirrored(ctx)
+    mirrors = _scoring(ctx)
     if mirrors is None:
         return None
     reads = {mirror.first_read(ctx.key_axis) for mirror in mirrors}
@@ -83,7 +92,7 @@ def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
     engine, for a hybrid search's few lexical-only rows)."""
     if not ids:
         return []
-    mirrors = mirrored(ctx)
+    mirrors = _scoring(ctx)
     if mirrors is not None:
         by_namespace = dict(zip(ctx.namespaces, mirrors))
         return [
