@@ -64,7 +64,7 @@ def mirrored(ctx: Context) -> list | None:
 
 def _scoring(ctx: Context) -> list | None:
     """The mirrors, when they can score this search: `mirrored`, holding key vectors if it scores the key axis (a
-    mirror without them is loading them meanwhile)."""
+    mirror without them is loading them, or they would not fit the byte budget)."""
     mirrors = mirrored(ctx)
     if mirrors is None or (ctx.key_axis and not all(mirror.keyed for mirror in mirrors)):
         return None
