@@ -21,8 +21,9 @@ DAY = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def candidate(key: str, similarity: float, lexical: float = 0.0, days: int = 0, session: str = "") -> Candidate:
-    c = Candidate(RowId("n", key, "a", session, 1))
-    c.signals = {"value_similarity": similarity, **({"lexical": lexical} if lexical else {})}
+    c = Candidate(
+        RowId("n", key, "a", session, 1), {"value_similarity": similarity, **({"lexical": lexical} if lexical else {})}
+    )
     c.meta = {
         "memory_type": "fact",
         "tags": [],

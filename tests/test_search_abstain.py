@@ -110,12 +110,7 @@ def test_risk_grades_follow_confidence():
     gates = Gates("scalar", 0.22, 0.30, 0.38, 0.45, 0.60, 0.85, 0.95)
 
     def pool(*sims):
-        out = []
-        for i, sim in enumerate(sims):
-            c = Candidate(RowId("n", f"k{i}", "a", "", i))
-            c.signals["value_similarity"] = sim
-            out.append(c)
-        return out
+        return [Candidate(RowId("n", f"k{i}", "a", "", i), {"value_similarity": sim}) for i, sim in enumerate(sims)]
 
     strong = pool(0.9, 0.1, 0.1)
     assert abstain.judge(strong, strong, gates, []).risk == "low"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from memories import inputs
 from retrieval.errors import STATUS
 
 CASES = [
@@ -63,3 +64,13 @@ def test_bad_outcome_and_trace_log_fields(backend, agent, call):
     assert (too_many.status, too_many.error) == (413, "TOO_MANY_ITEMS")
     log = call("memory.search_trace_log", {"limit": 0}, agent.token)
     assert (log.status, log.json["error"]["field"]) == (422, "limit")
+
+
+def test_each_request_validates_with_fields_of_its_own():
+    # A request's serializer copies the declared fields (memories/inputs.py, Strict.get_fields): fields shared
+    # between two requests would be bound to whichever bound them last, reading its data and context.
+    first, second = inputs.MemorySearch(data={"query": "a"}), inputs.MemorySearch(data={"query": "b"})
+    assert all(field.parent is first for field in first.fields.values())
+    assert all(field.parent is second for field in second.fields.values())
+    assert first.is_valid() and second.is_valid()
+    assert (first.validated_data["query"], second.validated_data["query"]) == ("a", "b")

@@ -4,11 +4,26 @@ from dataclasses import dataclass, field
 
 from retrieval.store.rows import RowId
 
+# The signals that are cosines to the query: value, key and chunk vectors, the fallback's rewritten queries and
+# HyDE answer when they ran, a session digest's own vector.
+COSINES = (
+    "value_similarity",
+    "key_similarity",
+    "chunk_similarity",
+    "hyde_similarity",
+    "rewrite_similarity",
+    "summary_similarity",
+)
+
+
+def _similarity(signals: dict[str, float]) -> float:
+    return min(1.0, max(0.0, *(signals.get(name, 0.0) for name in COSINES)))
+
 
 @dataclass
 class Candidate:
     id: RowId
-    signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output
+    signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output, written through Pool.add
     chunk: dict | None = None  # the best passage, when the chunk leg found one
     meta: dict | None = None  # the row's filter and rank columns, from its vector row
     row: dict | None = None  # the memory row, hydrated for the served window only
@@ -16,26 +31,16 @@ class Candidate:
     relevance: float = 0.0  # the fused score, before rank terms
     score: float = 0.0  # what the window is sorted by
     below_threshold: bool = False
+    # Cosine to the query in [0, 1], the best of the COSINES signals. Kept as they arrive, not recomputed per read:
+    # fusion, ranking, the window and the abstain judge read it several times for each of a hundred candidates.
+    similarity: float = field(init=False, default=0.0)
+
+    def __post_init__(self):
+        self.similarity = _similarity(self.signals)
 
     @property
     def fact_similarity(self) -> float:
         return max(self.signals.get("value_similarity", 0.0), self.signals.get("key_similarity", 0.0))
-
-    @property
-    def similarity(self) -> float:
-        """Cosine to the query in [0, 1]: the best of value, key and chunk vectors (and of the fallback's rewritten
-        queries and HyDE answer, when they ran; a digest's own vector for a session digest)."""
-        return min(
-            1.0,
-            max(
-                0.0,
-                self.fact_similarity,
-                self.signals.get("chunk_similarity", 0.0),
-                self.signals.get("hyde_similarity", 0.0),
-                self.signals.get("rewrite_similarity", 0.0),
-                self.signals.get("summary_similarity", 0.0),
-            ),
-        )
 
     @property
     def source(self) -> str:
@@ -55,6 +60,8 @@ class Pool(dict):
             candidate.meta = meta
         for name, value in signals.items():
             candidate.signals[name] = max(value, candidate.signals.get(name, value))
+            if name in COSINES:
+                candidate.similarity = min(1.0, max(candidate.similarity, value))
         if chunk is not None and signals.get("chunk_similarity", 0) >= candidate.signals.get("chunk_similarity", 0):
             candidate.chunk = chunk
         return candidate
