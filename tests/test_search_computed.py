@@ -4,6 +4,9 @@ from datetime import date
 
 import pytest
 
+from retrieval.store import clickhouse
+from tests.test_vector_mirror import wait_for_mirror
+
 BEACH = [
     {"memory_key": "m1", "value": "Melanie went to the beach with her kids", "valid_at": "2023-05-08T10:00:00Z"},
     {"memory_key": "m2", "value": "Melanie took the kids to the beach again", "valid_at": "2023-06-20T10:00:00Z"},
@@ -110,3 +113,23 @@ def test_memory_ask_hands_the_computed_evidence_to_the_model(backend, openai_llm
     assert reply.status == 200 and reply.json["computed"][0]["value"] == 2
     prompt = model_server.chat_requests()[0].body["messages"][-1]["content"]
     assert "<computed>\n- 2 memories mention melanie beach, 2023-05-08 to 2023-06-20\n</computed>" in prompt
+
+
+def test_a_count_from_the_mirror_is_the_engines_count(backend, agent, settings):
+    # A namespace the mirror holds is counted from its postings, with no statement, and counts what the engine's
+    # statement counts: not a duplicate, a superseded or a deleted row.
+    agent.set(*BEACH)
+    agent.set(
+        {"memory_key": "m1", "value": "Melanie went to the beach with her kids and the dog"},  # m1's first version
+        {"memory_key": "m2-copy", "value": "Melanie took the kids to the beach again"},  # a duplicate of m2
+        {"memory_key": "m5", "value": "Melanie left the beach early"},
+    )
+    assert agent.call("memory.delete", {"memory_key": "m5"}, agent.token).status == 200
+    wait_for_mirror(agent)
+    question = "How many times did Melanie go to the beach?"
+    with clickhouse.recorded() as statements:
+        mirrored = agent.search(question)
+    assert not [statement for statement in statements if "memory_terms" in statement]
+    assert [row["memory_key"] for row in computed(mirrored, "count")["computed_from"]] == ["m2", "m1"]
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search(question).json["computed"] == mirrored.json["computed"]

@@ -22,7 +22,8 @@ from datetime import datetime
 
 from retrieval.language import names, text
 from retrieval.language.query import INTENT_WORDS
-from retrieval.search.legs import Context
+from retrieval.search.legs import Context, postings
+from retrieval.search.legs.vector import mirrored
 from retrieval.search.pool import Candidate
 from retrieval.store import clickhouse
 
@@ -53,7 +54,31 @@ def _count(ctx: Context) -> list[dict]:
     subject = sorted(named) + ([min(held, key=lambda term: (held[term], term))] if held else [])
     if not subject:
         return []
-    rows = clickhouse.query(
+    rows = _mentioning(ctx, subject)
+    if not rows:
+        return []
+    words = [word for word in text.tokens(ctx.shape.text) if text.stems([word])[0] in subject]
+    said = " ".join(dict.fromkeys(words))
+    return [
+        {
+            "kind": "count",
+            "value": len(rows),
+            "text": f"{len(rows)} memories mention {said}, {rows[0]['dated_at']:%Y-%m-%d} to {rows[-1]['dated_at']:%Y-%m-%d}",
+            "computed_from": rows[:NAMED],
+        }
+    ]
+
+
+def _mentioning(ctx: Context, subject: list[str]) -> list[dict]:
+    """The eligible rows whose value or key holds every subject term, by date (COUNT_LIMIT at most): from the
+    mirrors' postings when they hold exactly the rows this search may read (a statement cost ~10 ms of a count's
+    search on the embedded engine), else counted in ClickHouse."""
+    mirrors = mirrored(ctx)
+    held = None if mirrors is None else [mirror.holding_all(subject) for mirror in mirrors]
+    if held is not None and None not in held:
+        found = sorted((meta["dated_at"], rid.memory_key, rid) for each in held for rid, meta in each)
+        return [{**rid._asdict(), "dated_at": dated_at} for dated_at, _, rid in found[:COUNT_LIMIT]]
+    return clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version, dated_at
         FROM memory_embeddings
@@ -69,24 +94,14 @@ def _count(ctx: Context) -> list[dict]:
         """,
         ctx.params(subject=subject, limit=COUNT_LIMIT),
     )
-    if not rows:
-        return []
-    words = [word for word in text.tokens(ctx.shape.text) if text.stems([word])[0] in subject]
-    said = " ".join(dict.fromkeys(words))
-    return [
-        {
-            "kind": "count",
-            "value": len(rows),
-            "text": f"{len(rows)} memories mention {said}, {rows[0]['dated_at']:%Y-%m-%d} to {rows[-1]['dated_at']:%Y-%m-%d}",
-            "computed_from": rows[:NAMED],
-        }
-    ]
 
 
 def _rows_holding(ctx: Context, terms: list[str]) -> dict[str, int]:
     """How many live rows of the namespaces mention each term (value or key)."""
     if not terms:
         return {}
+    if (held := postings.read(ctx, terms, "any")) is not None:
+        return dict(postings.document_frequency(held))
     return dict(
         clickhouse.query_rows(
             """

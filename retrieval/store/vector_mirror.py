@@ -283,6 +283,19 @@ class Vectors:
             length = int(self.doc_len[: len(worded)].sum(where=worded))
             return Postings(self.ids, int(np.count_nonzero(worded)), length, found)
 
+    def holding_all(self, terms: list[str]) -> list[tuple[RowId, dict]] | None:
+        """The visible rows whose value or key holds every one of these terms (at least one), with their rank columns.
+        None while some live row's words are not held here."""
+        with self.lock:
+            if self._worded() is None:
+                return None
+            rows = None
+            for term in terms:  # a row is in a term's postings once
+                posted = np.asarray(self.word_postings.get(term, ()), dtype=np.int64)
+                rows = posted if rows is None else np.intersect1d(rows, posted, assume_unique=True)
+            rows = rows[self.visible[rows]]
+            return [(self.ids[at], self.meta[at]) for at in rows.tolist()]
+
     def values_holding(self, terms: list[str], most: int) -> dict[str, list[tuple[RowId, str]]] | None:
         """For each stemmed term, the live rows whose value holds it, with their values: at most `most` of them,
         evenly spaced over its rows. None while some live row's words are not held here."""
