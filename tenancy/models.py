@@ -82,11 +82,13 @@ class ApiToken(models.Model):
         parts = token.split("_")
         if len(parts) < 3 or parts[0] != "loom":
             return None
-        # Iterated, not first(): a prefix names at most one token, and first()'s ordering and slice cost ~0.15 ms
-        # of a lookup every request makes.
-        row = next(iter(cls.objects.active().select_related("org").filter(prefix=parts[1])), None)
+        # Written out, not built by the ORM: building and compiling the query was ~0.3 of this lookup's ~0.5 ms,
+        # and every request makes it. A prefix names at most one token.
+        row = next(iter(cls.objects.raw(_ACTIVE_BY_PREFIX, [parts[1]])), None)
         if row is None or not hmac.compare_digest(row.digest, _digest(token)):
             return None
+        # Its org's other fields deferred: read if asked for.
+        row.org = Org.from_db(row._state.db, ["id", "name"], [row.org_id, row.org_name])
         return row
 
     @property
@@ -105,6 +107,13 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.prefix} ({self.org.name}, {self.role})"
+
+
+_ACTIVE_BY_PREFIX = (
+    f"SELECT token.*, org.name AS org_name FROM {ApiToken._meta.db_table} AS token "
+    f"JOIN {Org._meta.db_table} AS org ON org.id = token.org_id "
+    "WHERE token.prefix = %s AND token.revoked_at IS NULL"
+)
 
 
 class Membership(models.Model):
