@@ -5,9 +5,9 @@ in `computed`, with the rows it was computed from, and never changes the ranking
 
 - **count** ("how many", "how often"): the live rows in scope, under the request's filters, that mention what
   the question is about (from the vector mirror's postings when it holds the namespace, else in ClickHouse),
-  with the first and last date among them. What it is about: the
-  names it asks about (`language.names`) and, of its other words (the asking words left out), the one the fewest
-  rows mention ("How many times did Melanie go to the beach?": Melanie and beach). The count says what it counted;
+  with the first and last date among them. What it is about: the names it asks about (`language.names`) and, of
+  its other words (the asking words left out), the one the fewest rows mention ("How many times did Melanie go to
+  the beach?": Melanie and beach). The count says what it counted;
   none when nothing is left to count by: the search answers from recall alone.
 - **temporal_diff** ("how long ago", "how many days since", "how long between"): from the best hit's date to the
   question's date (its observation_date, else now), or, for "between", "before", "after", between the two best
