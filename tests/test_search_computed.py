@@ -133,3 +133,30 @@ def test_a_count_from_the_mirror_is_the_engines_count(backend, agent, settings):
     assert [row["memory_key"] for row in computed(mirrored, "count")["computed_from"]] == ["m2", "m1"]
     settings.LOOM_VECTOR_MIRROR = False
     assert agent.search(question).json["computed"] == mirrored.json["computed"]
+
+
+def test_the_latest_from_the_mirror_is_the_engines_latest(backend, agent, settings):
+    # Found by the key's words in the mirror's postings, the newest row's value from the mirror: no statement; the
+    # same answer as the engine's, which leaves out a superseded and a deleted row of the key.
+    plan = {"memory_key": "acme.plan", "value": "Acme is on the Starter plan", "session_id": "s-1"}
+    agent.set(
+        *BEACH,
+        {**plan, "valid_at": "2025-01-05T09:00:00Z"},
+        {**plan, "value": "Acme is on the Growth plan", "session_id": "s-2", "valid_at": "2025-08-01T09:00:00Z"},
+        {**plan, "value": "Acme is on the Enterprise plan", "session_id": "s-3", "valid_at": "2026-02-01T09:00:00Z"},
+        {"memory_key": "acme.planning", "value": "Acme is planning a plan review", "valid_at": "2026-03-01T09:00:00Z"},
+    )
+    agent.set({**plan, "value": "Acme is on the Growth plan, billed yearly", "session_id": "s-2"})  # supersedes
+    body = {"namespace": agent.namespace, "memory_key": "acme.plan", "session_id": "s-3"}
+    assert agent.call("memory.delete", body, agent.token).status == 200
+    wait_for_mirror(agent)
+    question = "What is Acme's current plan?"
+    with clickhouse.recorded() as statements:
+        mirrored = agent.search(question)
+    evidence = ("ORDER BY dated_at DESC", "argMax(value, revision)")  # the key's rows, the newest one's value
+    assert not [statement for statement in statements if any(part in statement for part in evidence)]
+    latest = computed(mirrored, "latest")
+    assert [row["session_id"] for row in latest["computed_from"]] == ["s-2", "s-1"]
+    assert latest["value"] == "Acme is on the Growth plan, billed yearly"
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search(question).json["computed"] == mirrored.json["computed"]

@@ -7,13 +7,14 @@ in `computed`, with the rows it was computed from, and never changes the ranking
   the question is about (from the vector mirror's postings when it holds the namespace, else in ClickHouse),
   with the first and last date among them. What it is about: the names it asks about (`language.names`) and, of
   its other words (the asking words left out), the one the fewest rows mention ("How many times did Melanie go to
-  the beach?": Melanie and beach). The count says what it counted;
-  none when nothing is left to count by: the search answers from recall alone.
+  the beach?": Melanie and beach). The count says what it counted; none when nothing is left to count by: the
+  search answers from recall alone.
 - **temporal_diff** ("how long ago", "how many days since", "how long between"): from the best hit's date to the
   question's date (its observation_date, else now), or, for "between", "before", "after", between the two best
   hits of different dates.
 - **latest** (a recency cue: "latest", "current", "now"): the newest row of the best hit's key in scope, when the
-  key holds several (one per session or writer), with how many.
+  key holds several (one per session or writer), with how many; its rows and the newest one's value from the
+  mirror when it holds the namespace, as for a count.
 
 A count or a date difference is about several rows of one key as readily as of many keys, so those queries are
 exempt from the per-key cap (plan.py).
@@ -26,7 +27,8 @@ from retrieval.language.query import INTENT_WORDS
 from retrieval.search.legs import Context, postings
 from retrieval.search.legs.vector import mirrored
 from retrieval.search.pool import Candidate
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, vector_mirror
+from retrieval.store.rows import RowId
 
 # How many rows a count names (the count itself is exact up to COUNT_LIMIT).
 NAMED = 20
@@ -141,19 +143,42 @@ def _of(c: Candidate) -> dict:
 
 
 def _latest(ctx: Context, best: Candidate) -> list[dict]:
-    rows = clickhouse.query(
+    rows = _key_rows(ctx, best.id)
+    if len(rows) < 2:
+        return []
+    newest = rows[0]
+    value = _value(ctx, RowId(*(newest[name] for name in RowId._fields)))
+    said = f"the newest of {len(rows)} rows of {newest['memory_key']} ({newest['dated_at']:%Y-%m-%d}): {value}"
+    return [{"kind": "latest", "value": value, "text": said, "computed_from": rows[:NAMED]}]
+
+
+def _key_rows(ctx: Context, best: RowId) -> list[dict]:
+    """The eligible rows of the best hit's key in its namespace, newest first: from its mirror when the mirrors hold
+    exactly the rows this search may read (found by the key's words, which its rows' postings hold), else read."""
+    mirrors, words = mirrored(ctx), list(text.key_terms(best.memory_key))
+    held = mirrors[ctx.namespaces.index(best.namespace)].holding_all(words) if mirrors and words else None
+    if held is not None:
+        found = sorted(
+            ((meta["dated_at"], rid.version, rid) for rid, meta in held if rid.memory_key == best.memory_key),
+            reverse=True,
+        )
+        return [{**rid._asdict(), "dated_at": dated_at} for dated_at, _, rid in found]
+    return clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version, dated_at
         FROM memory_embeddings
         WHERE {ctx.eligible.where()} AND memory_key = {{key:String}} AND namespace = {{key_namespace:String}}
         ORDER BY dated_at DESC, version DESC
         """,
-        ctx.params(key=best.id.memory_key, key_namespace=best.id.namespace),
+        ctx.params(key=best.memory_key, key_namespace=best.namespace),
     )
-    if len(rows) < 2:
-        return []
-    newest = rows[0]
-    value = clickhouse.query_value(
+
+
+def _value(ctx: Context, rid: RowId) -> str:
+    """A live row's value: from its mirror when it holds the value, else read."""
+    if held := vector_mirror.rows(ctx.org, ctx.model, [rid]).get(rid):
+        return held["value"]
+    return clickhouse.query_value(
         """
         SELECT argMax(value, revision) FROM memories
         WHERE org = {org:String} AND namespace = {namespace:String} AND memory_key = {key:String}
@@ -161,12 +186,10 @@ def _latest(ctx: Context, best: Candidate) -> list[dict]:
         """,
         {
             "org": ctx.org,
-            "namespace": newest["namespace"],
-            "key": newest["memory_key"],
-            "agent": newest["agent"],
-            "session": newest["session_id"],
-            "version": newest["version"],
+            "namespace": rid.namespace,
+            "key": rid.memory_key,
+            "agent": rid.agent,
+            "session": rid.session_id,
+            "version": rid.version,
         },
     )
-    said = f"the newest of {len(rows)} rows of {newest['memory_key']} ({newest['dated_at']:%Y-%m-%d}): {value}"
-    return [{"kind": "latest", "value": value, "text": said, "computed_from": rows[:NAMED]}]
