@@ -36,7 +36,8 @@ class Candidate:
     similarity: float = field(init=False, default=0.0)
 
     def __post_init__(self):
-        self.similarity = _similarity(self.signals)
+        if self.signals:  # (the pool's candidates start with none: a page's parked ones bring theirs)
+            self.similarity = _similarity(self.signals)
 
     @property
     def fact_similarity(self) -> float:
