@@ -4,11 +4,12 @@ search reads at once, though its vector mirror was loaded before: whether search
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, vector_mirror
 from tests.test_vector_mirror import agent_org, wait_for_mirror, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,3 +183,31 @@ def test_with_the_host_marker_a_search_after_this_processs_own_write_asks_the_en
     other_process(agent_org(agent), "set", "gym", "the gym opens at six")
     agent.set({"memory_key": "desk", "value": "hot desks are booked a day ahead"})
     assert agent.hits("when does the gym open")[0] == "gym"
+
+
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_searches_queued_behind_a_delta_read_take_its_answer(backend, agent, other_process):
+    """With writes coming, every search finds its namespace changed; those that began before a delta read began wait
+    for it and read nothing themselves (each read its own, queued on the engine, before)."""
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    other_process(org, "set", "offsite", "the quarterly offsite is in lisbon")
+    mirror = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    delta_reads = []
+
+    def search_begins():
+        with clickhouse.recorded() as statements:
+            vector_mirror.sync(org, [agent.namespace], "fake-ngram-384")
+        delta_reads.extend(sql for sql in statements if "inserted_at >" in sql)
+
+    searches = [threading.Thread(target=search_begins) for _ in range(4)]
+    with mirror.syncing:  # held, as by a read under way: each search begins, then waits on it
+        for search in searches:
+            search.start()
+        waiting = {search.ident for search in searches}
+        wait_until(lambda: all(sys._current_frames()[ident].f_code.co_name == "sync" for ident in waiting))
+    for search in searches:
+        search.join(timeout=30)
+    assert len(delta_reads) == 1
+    assert agent.hits("where is the quarterly offsite")[0] == "offsite"

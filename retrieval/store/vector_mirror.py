@@ -32,6 +32,7 @@ moves forward, so a live row's copy is never stale once its notice is applied.
 """
 
 import logging
+import math
 import threading
 import time
 from array import array
@@ -99,6 +100,7 @@ class Vectors:
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
         self.since: datetime | None = None
         self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
+        self.delta_began = -math.inf  # time.monotonic() when the last delta read began
         self.asked: change_marker.Stamp | None = None  # the host's stamp of the namespace as of the last delta read
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
@@ -696,7 +698,7 @@ def sync(org: str, namespaces: list[str], model: str) -> None:
     mirror that cannot be brought up to date is dropped: ClickHouse answers until it loads again."""
     if not enabled() or clickhouse.backend() == "embedded":
         return
-    target = clickhouse.target()
+    target, began = clickhouse.target(), time.monotonic()
     for namespace in namespaces:
         key = (target, org, namespace, model)
         mirror = _mirrors.get(key)
@@ -705,6 +707,12 @@ def sync(org: str, namespaces: list[str], model: str) -> None:
             continue
         try:
             with mirror.syncing:
+                # A delta read that began after this op did saw every write acknowledged before it: the searches
+                # queued behind one read take its answer instead of each reading again (with writes coming, every
+                # search of every thread found the namespace changed, and the reads queued on the engine).
+                if mirror.delta_began >= began:
+                    continue
+                mirror.delta_began = time.monotonic()
                 _read_delta(mirror, org, namespace, model)
                 mirror.asked = stamp
         except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
