@@ -120,7 +120,7 @@ def test_a_count_from_the_mirror_is_the_engines_count(backend, agent, settings):
     # statement counts: not a duplicate, a superseded or a deleted row.
     agent.set(*BEACH)
     agent.set(
-        {"memory_key": "m1", "value": "Melanie went to the beach with her kids and the dog"},  # m1's first version
+        {"memory_key": "m1", "value": "Melanie went to the beach with her kids and the dog"},  # supersedes m1
         {"memory_key": "m2-copy", "value": "Melanie took the kids to the beach again"},  # a duplicate of m2
         {"memory_key": "m5", "value": "Melanie left the beach early"},
     )
@@ -144,6 +144,7 @@ def test_the_latest_from_the_mirror_is_the_engines_latest(backend, agent, settin
         {**plan, "valid_at": "2025-01-05T09:00:00Z"},
         {**plan, "value": "Acme is on the Growth plan", "session_id": "s-2", "valid_at": "2025-08-01T09:00:00Z"},
         {**plan, "value": "Acme is on the Enterprise plan", "session_id": "s-3", "valid_at": "2026-02-01T09:00:00Z"},
+        # Another key whose rows hold the key's words: found in the postings with acme.plan's rows, left out.
         {"memory_key": "acme.planning", "value": "Acme is planning a plan review", "valid_at": "2026-03-01T09:00:00Z"},
     )
     agent.set({**plan, "value": "Acme is on the Growth plan, billed yearly", "session_id": "s-2"})  # supersedes
