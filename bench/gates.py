@@ -1,15 +1,18 @@
 """The write gates' nearest-row read at scale: the exact comparison against the cells (retrieval/store/cells.py).
 
     .venv/bin/python bench/gates.py [--real 10000 20000 45000] [--synthetic 100000 300000 1000000] [--batches 6]
+                                    [--sessions 40]
 
 A component benchmark: `Vectors.nearest()`, what the write gates ask of a namespace's mirror for each batch, on
 500-row batches. Real rows: the local embedder's vectors of 50,000 distinct sentences (bench/real_vectors.py, ~10
 minutes the first time); the first N are stored, and batches of the last 5,000 are judged as new writes.
 Synthetic rows (tests/synthetic.py, clustered unit vectors), for the sizes the real set cannot reach; each batch
-half near copies of stored rows (cosine ~0.9), half new rows. Reported per size: p50 ms per batch, exact (the
-baseline, same run) and cells; the cells' training time; and how the two agree where the gates act: of the batch
-rows whose exact nearest is at or past the conflict gate, the share whose nearest row the cells name too, and the
-share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
+half near copies of stored rows (cosine ~0.9), half new rows; with --sessions, the synthetic rows are written in that
+many sessions (row i in session i mod N, a copy in its row's), so each value is compared with its own session's rows
+(a cell holds a few of one session's: the small blocks `Vectors.nearest` scores together). Reported per size: p50 ms
+per batch, exact (the baseline, same run) and cells; the cells' training time; and how the two agree where the gates
+act: of the batch rows whose exact nearest is at or past the conflict gate, the share whose nearest row the cells name
+too, and the share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
 """
 
 import argparse
@@ -40,6 +43,11 @@ BATCH = 500
 SCOPE = ("default", "", "", "", "fact")
 
 
+def session_scope(row: int, sessions: int) -> tuple:
+    """The write scope of stored row `row` (tests/synthetic.py's `mirror` puts row i in session i mod N)."""
+    return ("default", "", f"s{row % sessions}", "", "fact") if sessions else SCOPE
+
+
 def verdict(hit) -> str:
     similarity = -1.0 if hit is None else hit[1]
     if similarity >= settings.LOOM_DUPLICATE_THRESHOLD:
@@ -47,19 +55,19 @@ def verdict(hit) -> str:
     return "conflict" if similarity >= settings.LOOM_CONFLICT_THRESHOLD else "none"
 
 
-def judged(built, batches: list[np.ndarray], exact_rows: int) -> tuple[list[float], list]:
+def judged(built, batches: list[tuple[np.ndarray, list]], exact_rows: int) -> tuple[list[float], list]:
     settings.LOOM_WRITE_GATES_EXACT_ROWS = exact_rows
     timings, found = [], []
-    for n, batch in enumerate(batches):
+    for n, (batch, scopes) in enumerate(batches):
         keys = [f"new{n}.{i}" for i in range(len(batch))]
         start = time.perf_counter()
-        found += built.nearest(batch, keys, [SCOPE] * len(batch))
+        found += built.nearest(batch, keys, scopes)
         timings.append((time.perf_counter() - start) * 1000)
     return timings, found
 
 
-def measure(label: str, stored: np.ndarray, batches: list[np.ndarray], exact_batches: int) -> None:
-    built = mirror("ns", stored, None)  # the gates read no key vectors
+def measure(label: str, stored: np.ndarray, batches: list[tuple], exact_batches: int, sessions: int = 0) -> None:
+    built = mirror("ns", stored, None, sessions=sessions)  # the gates read no key vectors
     exact_ms, exact = judged(built, batches[:exact_batches], 10**12)
     start = time.perf_counter()
     settings.LOOM_WRITE_GATES_EXACT_ROWS = 0
@@ -83,6 +91,7 @@ def main():
     parser.add_argument("--real", type=int, nargs="*", default=[10_000, 20_000, 45_000])
     parser.add_argument("--synthetic", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--sessions", type=int, default=0, help="write the synthetic rows in this many sessions")
     args = parser.parse_args()
     print(
         f"the write gates' nearest-row read (Vectors.nearest), {BATCH}-row batches, {DIM}-d; conflict gate "
@@ -95,7 +104,7 @@ def main():
     if args.real:
         real = embedded(50_000)
         held = real[45_000:]
-        batches = [held[at : at + BATCH] for at in range(0, BATCH * args.batches, BATCH)]
+        batches = [(held[at : at + BATCH], [SCOPE] * BATCH) for at in range(0, BATCH * args.batches, BATCH)]
         for size in args.real:
             measure("real (local:minilm)", real[:size], batches, args.batches)
     rng = np.random.default_rng(0)
@@ -103,11 +112,14 @@ def main():
         stored = vectors(size, rng)
         batches = []
         for _ in range(args.batches):
-            copies = stored[rng.integers(0, size, BATCH // 2)]
-            copies = unit(copies + 0.025 * rng.standard_normal(copies.shape).astype(np.float32))
-            batches.append(np.concatenate([copies, vectors(BATCH - len(copies), rng)]))
+            picked = rng.integers(0, size, BATCH // 2)
+            copies = unit(stored[picked] + 0.025 * rng.standard_normal((len(picked), DIM)).astype(np.float32))
+            rows = np.r_[picked, rng.integers(0, size, BATCH - len(picked))]  # a new row: some row's session
+            scopes = [session_scope(row, args.sessions) for row in rows.tolist()]
+            batches.append((np.concatenate([copies, vectors(BATCH - len(copies), rng)]), scopes))
         # The exact comparison at a million rows costs seconds a batch: two are enough for its median.
-        measure("synthetic (clustered)", stored, batches, args.batches if size < 500_000 else 2)
+        label = f"synthetic, {args.sessions} sessions" if args.sessions else "synthetic (clustered)"
+        measure(label, stored, batches, args.batches if size < 500_000 else 2, args.sessions)
         del stored
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 ROWS_PER_CELL = 256
 PROBES = 8  # cells read per vector, besides its own and the strays
+COARSE_PROBES = 8  # coarse cells among whose fine ones a vector's probes are found
 SAMPLE_PER_CELL = 32  # sample rows per cell the centroids are trained on
 ROUNDS = 8  # k-means iterations
 # Strays, which every vector reads, stay few: at training, the worst-fitting 1% of the rows, at most two cells' worth;
@@ -121,26 +122,52 @@ class Cells:
             cell[at] = start + near
         return cell, fit
 
+    def probed(self, vectors: np.ndarray) -> np.ndarray:
+        """Each vector's PROBES nearest fine centroids, looked for among those of its COARSE_PROBES nearest coarse
+        cells: the comparison grows with the square root of the cells, not with the cells (every fine centroid
+        compared, and partitioned, cost ~60 ms a batch at a million rows here)."""
+        k = min(COARSE_PROBES, len(self.coarse))
+        coarse = _top(_fit(vectors, self.coarse), k)  # (vectors, k)
+        sizes = np.diff(self.starts)
+        width = int(sizes[coarse].max())
+        fits = np.full((len(vectors), k, width), -np.inf, dtype=np.float32)  # a coarse cell's fine ones, padded
+        for c in np.unique(coarse).tolist():
+            lines, slots = np.nonzero(coarse == c)
+            fits[lines, slots, : sizes[c]] = _fit(vectors[lines], self.fine[self.starts[c] : self.starts[c + 1]])
+        probes = min(PROBES, int((fits > -np.inf).sum(axis=(1, 2)).min()))  # (few cells: all of them)
+        top = _top(fits.reshape(len(vectors), k * width), probes)
+        slots, offsets = np.divmod(top, width)
+        return self.starts[np.take_along_axis(coarse, slots, axis=1)] + offsets
+
     def blocks(self, vectors: np.ndarray, scopes: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray]]:
         """What these vectors (of these write scopes: the mirror's codes, -1 for a scope with no row) read: for each
         (cell, scope), the cell's rows [start, end) of that scope and the vectors that read them (ascending). A
         vector reads the PROBES cells whose centroids are nearest it, the cell it would be placed in (a row's cell is
         chosen within its coarse cell, so it may not be among those), and the strays. One sort of every (cell, scope,
-        vector) read, so what is left per block is the comparison itself."""
-        probes = min(PROBES, len(self.fine))
-        near = np.argpartition(-_fit(vectors, self.fine), probes - 1, axis=1)[:, :probes]
-        near = np.column_stack([near, self.cell_of(vectors)[0], np.full(len(vectors), self.stray)])
-        lines = np.repeat(np.arange(len(vectors)), near.shape[1])
+        vector) read, each one number, so what is left per block is the comparison itself."""
+        count = len(vectors)
+        near = np.column_stack([self.probed(vectors), self.cell_of(vectors)[0], np.full(count, self.stray)])
+        lines = np.repeat(np.arange(count), near.shape[1])
         known = scopes[lines] >= 0
-        reads = np.unique(np.column_stack([near.ravel()[known], scopes[lines[known]], lines[known]]), axis=0)
+        scoped = int(scopes.max()) + 1
+        reads = np.unique((near.ravel()[known] * scoped + scopes[lines[known]]) * count + lines[known])
         if not len(reads):
             return
-        firsts = np.flatnonzero(np.r_[True, (reads[1:, :2] != reads[:-1, :2]).any(axis=1)])
-        bounds, readers = [*firsts.tolist(), len(reads)], reads[:, 2]
-        for (cell, scope), first, last in zip(reads[firsts, :2].tolist(), bounds, bounds[1:]):
+        blocks, readers = np.divmod(reads, count)
+        firsts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        bounds = [*firsts.tolist(), len(reads)]
+        for (cell, scope), first, last in zip(
+            np.column_stack(np.divmod(blocks[firsts], scoped)).tolist(), bounds, bounds[1:]
+        ):
             start, end = np.searchsorted(self.scopes[cell], (scope, scope + 1)).tolist()
             if start < end:
                 yield cell, start, end, readers[first:last]
+
+
+def _top(scores: np.ndarray, count: int) -> np.ndarray:
+    """Each row's `count` largest scores' columns, in no order."""
+    width = scores.shape[1]
+    return np.argpartition(scores, width - count, axis=1)[:, width - count :]
 
 
 def _fit(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:

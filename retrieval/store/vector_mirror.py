@@ -499,13 +499,24 @@ class Vectors:
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
+                few = []  # blocks of few (value, row) pairs: scored together after the loop
                 for cell, start, end, group in cells.blocks(vectors, codes):
                     members = cells.members[cell][start:end]
+                    if len(group) * len(members) <= FEW_PAIRS:
+                        few.append((group, members))
+                        continue
                     # In place, in float32: a batch compares up to millions of (row, member) pairs here.
                     approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
                     approx *= cells.scales[cell][start:end]
                     np.copyto(approx, -np.inf, where=~live[members])
                     _candidates(group, members, approx, lines, rows)
+                if few:  # their rows' codes gathered from the mirror's copy, each pair scored once
+                    few_lines, few_rows = _pairs(few)
+                    few_lines, few_rows = few_lines[live[few_rows]], few_rows[live[few_rows]]
+                    approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
+                    best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
+                    lines.append(few_lines[best])
+                    rows.append(few_rows[best])
             return self._best(vectors, keys, lines, rows)
 
     def _best(
@@ -517,9 +528,8 @@ class Vectors:
             return found
         lines, rows = np.concatenate(lines), np.concatenate(rows)
         exact = np.einsum("md,md->m", self.values[rows], vectors[lines])
-        for line, row, similarity in zip(
-            *(part[np.lexsort((-exact, lines))].tolist() for part in (lines, rows, exact))
-        ):
+        order = _two_best(lines, exact)
+        for line, row, similarity in zip(*(part[order].tolist() for part in (lines, rows, exact))):
             if found[line] is None and (key := self.ids[row].memory_key) != keys[line]:
                 found[line] = (key, similarity, self.shown[row] and self.shown[row][0])
         return found
@@ -561,6 +571,11 @@ class Postings:
     length: int  # their values' total length in terms
     terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # term: (positions, tf, value length)
 
+
+# A block (a cell's rows of one scope, and the batch's values that read them) of at most this many pairs is scored
+# with the other such blocks' pairs in one pass: a pass of its own costs ~45 us whatever its size, and at 300k rows in
+# 40 sessions a 500-row batch reads ~3,000 blocks of a few rows each (bench/gates.py --sessions 40).
+FEW_PAIRS = 128
 
 BITS_CHECK_QUERIES = 64
 BITS_CHECK_FLOOR = 0.99
@@ -607,6 +622,29 @@ def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines
         out_lines.append(lines[found])
         out_rows.append(rows[top[found]])
         sims[across, top] = -np.inf
+
+
+def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The places of each line's two best scores, best first, lines ascending: a key has one live row in a scope, so
+    a line's best row of another key is one of its two best."""
+    order = np.lexsort((-scores, lines))
+    first = np.r_[True, lines[order][1:] != lines[order][:-1]]
+    return order[first | np.r_[False, first[:-1]]]
+
+
+def _pairs(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (line, row) pair of these blocks (lines, rows): each block's lines with each of its rows, in one pass
+    over all of them."""
+    lines, rows = np.concatenate([block[0] for block in blocks]), np.concatenate([block[1] for block in blocks])
+    across = np.asarray([len(block[0]) for block in blocks]), np.asarray([len(block[1]) for block in blocks])
+    pairs = across[0] * across[1]
+    block = np.repeat(np.arange(len(blocks)), pairs)
+    within = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)  # a pair's place in its block
+    first_line, first_row = (np.cumsum(count) - count for count in across)
+    return (
+        lines[first_line[block] + within // across[1][block]],
+        rows[first_row[block] + within % across[1][block]],
+    )
 
 
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
