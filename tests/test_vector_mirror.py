@@ -410,6 +410,24 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     assert all(hit[0] != name for hit, name in zip(built.nearest(copies, keys, other), names))
 
 
+def test_a_value_whose_scope_holds_only_retired_rows_finds_none_from_the_cells(settings):
+    """The cells keep a retired row in place (it is only no longer live): a value of a session whose one row was
+    retired reads that row's block alone, and finds nothing, rather than failing the write."""
+    import numpy as np
+
+    from tests.synthetic import mirror, vectors
+
+    values = vectors(3000, np.random.default_rng(5))
+    built = mirror("ns", values, None)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    built.nearest(values[:1], ["x"], [("default", "", "", "", "fact")])  # trains the cells
+    mirror("ns", values[:1], None, built, name="lone", sessions=1)  # session s0's one row
+    lone = ("default", "", "s0", "", "fact")
+    assert built.nearest(values[:1], ["x"], [lone])[0][0] == "lone0"
+    built.retire([built.ids[-1]])
+    assert built.nearest(values[:1], ["x"], [lone]) == [None]
+
+
 def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(settings):
     """What the byte budget counts: each row's value vector, codes and bits (key vectors only when held), and the
     cells once trained; the arrays' room for rows to come is never written, so never resident."""

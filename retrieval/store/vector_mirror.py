@@ -510,13 +510,15 @@ class Vectors:
                     approx *= cells.scales[cell][start:end]
                     np.copyto(approx, -np.inf, where=~live[members])
                     _candidates(group, members, approx, lines, rows)
-                if few:  # their rows' codes gathered from the mirror's copy, each pair scored once
+                if few:  # their live rows' codes gathered from the mirror's copy, each pair scored once
                     few_lines, few_rows = _pairs(few)
-                    few_lines, few_rows = few_lines[live[few_rows]], few_rows[live[few_rows]]
-                    approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
-                    best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
-                    lines.append(few_lines[best])
-                    rows.append(few_rows[best])
+                    kept = live[few_rows]  # (a retired row keeps its place in its cell)
+                    few_lines, few_rows = few_lines[kept], few_rows[kept]
+                    if len(few_rows):  # (simsimd refuses empty arrays)
+                        approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
+                        best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
+                        lines.append(few_lines[best])
+                        rows.append(few_rows[best])
             return self._best(vectors, keys, lines, rows)
 
     def _best(
