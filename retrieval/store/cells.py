@@ -7,15 +7,17 @@ gate (cosine 0.85 by default), and a row that close to a vector lies in one of t
 ~ROWS_PER_CELL rows a batch reads about (batch x PROBES x ROWS_PER_CELL) rows whatever the namespace's size
 (bench/gates.py measures the agreement with the exact comparison on real embeddings). Each cell keeps its rows'
 int8 codes side by side, so reading one is a contiguous pass over a quarter of the bytes (the mirror's rows are
-in write order: gathering a cell's rows from them cost more than comparing them).
+in write order: gathering a cell's rows from them cost more than comparing them); only the blocks of a few pairs are
+gathered, all of a batch's at once, since a pass of their own costs more (`Vectors.nearest`, FEW_PAIRS).
 
 Two levels, so that training stays linear in the rows: ~sqrt(cells) coarse centroids (k-means over a sample),
 each split into fine centroids trained on its share of the sample; a row goes to the nearest fine centroid of its
-nearest coarse one. Centroids are means, compared by Euclidean distance: real embeddings share a large common
-direction, which unit centroids blur (on real embeddings, 8 probes found 0.986 of the gated rows' nearest, against
-0.942 with unit centroids). A row far from every centroid (a topic the training never saw) has no meaningful
-cell: it goes to the strays, which every vector reads. Rows added later join their cell at once; the centroids are
-retrained once the rows have doubled, or the strays grown, since (`due`).
+nearest coarse one, and a vector's probes are sought among the fine centroids of its COARSE_PROBES nearest coarse
+ones (the same nearest rows found, bench/gates.py). Centroids are means, compared by Euclidean distance: real
+embeddings share a large common direction, which unit centroids blur (on real embeddings, 8 probes found 0.986 of
+the gated rows' nearest, against 0.942 with unit centroids). A row far from every centroid (a topic the training
+never saw) has no meaningful cell: it goes to the strays, which every vector reads. Rows added later join their cell
+at once; the centroids are retrained once the rows have doubled, or the strays grown, since (`due`).
 
 A cell's rows are kept in order of their write scope (the gates only compare a value with rows of its own scope), so
 a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into 40 sessions of a namespace compared
