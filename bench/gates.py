@@ -114,8 +114,9 @@ def main():
         for _ in range(args.batches):
             picked = rng.integers(0, size, BATCH // 2)
             copies = unit(stored[picked] + 0.025 * rng.standard_normal((len(picked), DIM)).astype(np.float32))
-            rows = np.r_[picked, rng.integers(0, size, BATCH - len(picked))]  # a new row: some row's session
-            scopes = [session_scope(row, args.sessions) for row in rows.tolist()]
+            # A copy in its row's session, the new rows spread over all (no draw: one scope's batches as before).
+            rows = [*picked.tolist(), *range(BATCH - len(picked))]
+            scopes = [session_scope(row, args.sessions) for row in rows]
             batches.append((np.concatenate([copies, vectors(BATCH - len(copies), rng)]), scopes))
         # The exact comparison at a million rows costs seconds a batch: two are enough for its median.
         label = f"synthetic, {args.sessions} sessions" if args.sessions else "synthetic (clustered)"
