@@ -24,6 +24,7 @@ class Org(models.Model):
 
 class ApiTokenQuerySet(models.QuerySet):
     def active(self):
+        # ApiToken.verify's written statement (_ACTIVE_BY_PREFIX) says the same in SQL: change both together.
         return self.filter(revoked_at__isnull=True)
 
 
@@ -109,6 +110,7 @@ class ApiToken(models.Model):
         return f"{self.prefix} ({self.org.name}, {self.role})"
 
 
+# `ApiTokenQuerySet.active()` for one prefix, with the org's name.
 _ACTIVE_BY_PREFIX = (
     f"SELECT token.*, org.name AS org_name FROM {ApiToken._meta.db_table} AS token "
     f"JOIN {Org._meta.db_table} AS org ON org.id = token.org_id "
