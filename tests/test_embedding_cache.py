@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from retrieval.providers import embedding_cache
+from retrieval.store import clickhouse
 from tests.conftest import Agent
 from tests.model_server import Answer
 
@@ -27,6 +28,7 @@ def test_another_process_is_served_from_the_shared_table(backend, openai_embedde
     if backend == "embedded":
         pytest.skip("one process owns the embedded engine: no other process to share with")
     agent.search("what runs nightly")
+    clickhouse.flush_later()  # the vector's row is written in a batch, within LATER_SECONDS
     embedding_cache.queries.clear()  # this process forgets: as a second replica would start
     agent.search("what runs nightly")
     assert queries_sent(model_server).count("what runs nightly") == 1

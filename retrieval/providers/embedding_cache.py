@@ -105,15 +105,13 @@ def _shared_get(digest: str, dim: int) -> np.ndarray | None:
 
 
 def _shared_put(digest: str, model: str, vector: np.ndarray, chars: int) -> None:
+    """Written later, in a batch: the vector is in hand, and a search need not wait for a cache's write (one row an
+    insert cost a server more than the search's own reads). A write that fails only misses next time."""
     if not _shared() or chars > settings.LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS:
         return
-    try:
-        clickhouse.insert(
-            "embedding_cache",
-            [{"key": digest, "model": model, "vector": vector, "created_at": datetime.now(UTC)}],
-        )
-    except Exception as exc:  # the vector is in hand; the cache only misses next time
-        log.warning("embedding cache write failed: %s", exc)
+    clickhouse.insert_later(
+        "embedding_cache", [{"key": digest, "model": model, "vector": vector, "created_at": datetime.now(UTC)}]
+    )
 
 
 queries = QueryCache()
