@@ -11,10 +11,12 @@ instead of asking the engine what changed on every search). The namespace is pre
 (LoCoMo questions, `fast` budget) and every `--write-every`th request (5; 0: none) a write of a fresh key, as fast
 as answers come. After the run every
 acknowledged write is read back (memory.bulk_get, through any worker). The baseline, timed in the same run against
-the same server: `GET /v1/health`, the cheapest request the app answers.
+the same server: `GET /v1/health`, the cheapest request the app answers. `client ms` is the load generator's own CPU
+a request: it shares the box's two cores with what it measures.
 """
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -23,9 +25,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,10 +36,39 @@ from tests.chserver import Server, free_port
 from tests.scratch import scratch_dir
 
 
+class Connection:
+    """One keep-alive connection of the standard library's client: a load generator on the box it measures should
+    take little of it (httpx spent ~1.45 ms of CPU a search request here, this ~0.6)."""
+
+    def __init__(self, url: str, headers: dict | None = None, timeout: float = 30):
+        parts = urllib.parse.urlsplit(url)
+        self.http = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+
+    def call(self, path: str, body: dict | None = None) -> tuple[int, object]:
+        """POST `body` (GET without one); the status and the decoded answer. A connection that failed is closed,
+        and the next call opens another."""
+        try:
+            self.http.request(
+                "GET" if body is None else "POST", path, None if body is None else json.dumps(body), self.headers
+            )
+            answer = self.http.getresponse()
+            return answer.status, json.loads(answer.read() or b"null")
+        except (OSError, http.client.HTTPException):
+            self.http.close()
+            raise
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.http.close()
+
+
 class Served:
     """`make run` itself (PORT, WORKERS), in a scratch var/ directory, with the fake embedder."""
 
-    def __init__(self, workers: int, clickhouse_url: str | None, marker: str):
+    def __init__(self, workers: int, clickhouse_url: str | None, marker: str = "engine"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         var = scratch_dir("loom-bench-http-")
@@ -60,11 +90,12 @@ class Served:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.process.poll() is None:
             try:
-                if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
-                    credentials = json.loads((Path(var) / "demo-credentials.json").read_text())
-                    self.headers = {"Authorization": f"Bearer {credentials['token']}"}
-                    return
-            except httpx.TransportError:
+                with Connection(self.url, timeout=2) as connection:
+                    if connection.call("/v1/health")[0] == 200:
+                        credentials = json.loads((Path(var) / "demo-credentials.json").read_text())
+                        self.headers = {"Authorization": f"Bearer {credentials['token']}"}
+                        return
+            except (OSError, http.client.HTTPException):
                 pass
             time.sleep(0.2)
         self.stop()
@@ -78,12 +109,14 @@ class Served:
 
 
 def preload(served: Served, turns: list[str], count: int) -> None:
-    with httpx.Client(base_url=served.url, headers=served.headers, timeout=120) as client:
+    with Connection(served.url, served.headers, timeout=120) as connection:
         for start in range(0, count, 500):
             items = [
                 {"memory_key": f"m{i}", "value": turns[i % len(turns)]} for i in range(start, min(start + 500, count))
             ]
-            client.post("/v1/memory.set", json={"items": items}).raise_for_status()
+            status, answer = connection.call("/v1/memory.set", {"items": items})
+            if status != 201:
+                raise RuntimeError(f"preload refused ({status}): {str(answer)[:500]}")
 
 
 def note(key: str, questions: list[str]) -> str:
@@ -97,7 +130,7 @@ def load(served: Served, questions: list[str], clients: int, seconds: float, wri
     lock, deadline = threading.Lock(), time.monotonic() + seconds
 
     def client_loop(number: int) -> None:
-        with httpx.Client(base_url=served.url, headers=served.headers, timeout=30) as client:
+        with Connection(served.url, served.headers) as connection:
             step = 0
             while time.monotonic() < deadline:
                 step += 1
@@ -110,32 +143,32 @@ def load(served: Served, questions: list[str], clients: int, seconds: float, wri
                 )
                 started = time.perf_counter()
                 try:
-                    answer = client.post("/v1/memory.set" if writing else "/v1/memory.search", json=body)
-                    ok = answer.status_code in (200, 201)
-                except httpx.TransportError as exc:
-                    answer, ok = exc, False
+                    status = str(connection.call("/v1/memory.set" if writing else "/v1/memory.search", body)[0])
+                except (OSError, http.client.HTTPException) as exc:
+                    status = repr(exc)
                 spent = (time.perf_counter() - started) * 1000
                 with lock:
                     latencies.append(spent)
-                    if not ok:
-                        errors.append(str(getattr(answer, "status_code", answer)))
+                    if status not in ("200", "201"):
+                        errors.append(status)
                     elif writing:
                         acknowledged.append(key)
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     threads = [threading.Thread(target=client_loop, args=(n,)) for n in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - started
+    elapsed, cpu = time.monotonic() - started, time.process_time() - cpu
     missing = 0
-    with httpx.Client(base_url=served.url, headers=served.headers, timeout=60) as client:
+    with Connection(served.url, served.headers, timeout=60) as connection:
         for start in range(0, len(acknowledged), 1000):
-            answer = client.post("/v1/memory.bulk_get", json={"memory_keys": acknowledged[start : start + 1000]})
-            missing += len(answer.json()["missing"])
+            _, answer = connection.call("/v1/memory.bulk_get", {"memory_keys": acknowledged[start : start + 1000]})
+            missing += len(answer["missing"])
     return {
         "rps": len(latencies) / elapsed,
+        "client_ms": cpu * 1000 / max(len(latencies), 1),
         "latencies": latencies,
         "errors": errors,
         "writes": len(acknowledged),
@@ -149,9 +182,9 @@ def baseline(served: Served, clients: int, seconds: float) -> float:
     count, lock, deadline = [0], threading.Lock(), time.monotonic() + seconds
 
     def loop() -> None:
-        with httpx.Client(base_url=served.url, timeout=30) as client:
+        with Connection(served.url) as connection:
             while time.monotonic() < deadline:
-                client.get("/v1/health")
+                connection.call("/v1/health")
                 with lock:
                     count[0] += 1
 
@@ -176,7 +209,7 @@ def main():
     print(f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories preloaded; {mix}; ms")
     print(
         f"{'config':>13} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
-        f"{'health/s':>9}"
+        f"{'client ms':>10} {'health/s':>9}"
     )
     for config in args.configs:
         backend, _, rest = config.partition(":")
@@ -194,7 +227,8 @@ def main():
         cuts = statistics.quantiles(result["latencies"], n=100)
         print(
             f"{config:>13} {result['rps']:>7.1f} {cuts[49]:>7.1f} {cuts[94]:>7.1f} {cuts[98]:>7.1f} "
-            f"{len(result['errors']):>7} {result['writes']:>7} {result['missing']:>5} {health:>9.1f}"
+            f"{len(result['errors']):>7} {result['writes']:>7} {result['missing']:>5} {result['client_ms']:>10.2f} "
+            f"{health:>9.1f}"
         )
         if result["errors"]:
             print(f"{'':>13} errors: {sorted(set(result['errors']))}")

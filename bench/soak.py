@@ -15,10 +15,8 @@ import statistics
 import sys
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from http_load import Served, load, note, preload
+from http_load import Connection, Served, load, note, preload
 from locomo import corpus
 
 from tests.chserver import Server
@@ -28,10 +26,10 @@ from tests.scratch import scratch_dir
 def unsearchable(served: Served, questions: list[str], keys: list[str]) -> list[str]:
     """The acknowledged writes a lexical search of their own words does not rank in its top 10."""
     missed = []
-    with httpx.Client(base_url=served.url, headers=served.headers, timeout=60) as client:
+    with Connection(served.url, served.headers, timeout=60) as connection:
         for key in keys:
             body = {"query": note(key, questions), "search_mode": "lexical", "top_k": 10, "min_similarity": 0}
-            hits = client.post("/v1/memory.search", json=body).json().get("hits", [])
+            hits = connection.call("/v1/memory.search", body)[1].get("hits", [])
             if key not in [hit["memory_key"] for hit in hits]:
                 missed.append(key)
     return missed
