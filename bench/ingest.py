@@ -1,12 +1,15 @@
 """Batch memory.set throughput, fake embedder: through the service layer and over HTTP.
 
     .venv/bin/python bench/ingest.py [--memories 20000] [--batch 500] [--runs 3]
-    .venv/bin/python bench/ingest.py --grow 1000000 [--marks 10000 100000 1000000]
+    .venv/bin/python bench/ingest.py --grow 1000000 [--marks 10000 100000 1000000] [--distinct]
 
 `--grow N` instead writes N memories into one namespace through the service layer (write gates on, the vector
 mirror serving them) and reports the rate of the ten batches before each mark: whether ingest slows as the
 namespace grows, and what the mirrors weigh then. Its baseline, timed at each mark: the same ten batches as bare
-inserts.
+inserts. Its values are a batch's worth of LoCoMo turns cycled with a running number, so at a million rows each
+has ~2,000 near copies stored (every row passes the duplicate gate and has its markers compared, and a text's copies
+pile into one of the gates' cells); with `--distinct` each value is instead two turns, a pair no other row has:
+distinct memories, as a namespace's are.
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
 keys. The baseline, timed in the same run, is a bare insert of the same rows into
@@ -170,10 +173,21 @@ class HttpServer:
         self.process.wait(timeout=30)
 
 
-def grow(total: int, marks: list[int], size: int) -> None:
+def distinct_value(at: int) -> str:
+    """The `at`th row's two turns, a pair no other row has in either order (for ~n²/2 rows, n turns): the turns
+    `at % n` and the one `1 + at // n` after it, which stays under half the turns away."""
+    corpus = texts()
+    first = at % len(corpus)
+    return f"{corpus[first]} {corpus[(first + 1 + at // len(corpus)) % len(corpus)]}"
+
+
+def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
     """One namespace grown to `total`; the rate of the ten batches before each mark, and the bare insert's."""
     scope = Scope(org="bench", namespace="grown", role=Role.WRITER, subject="bench")
-    print(f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded")
+    values = "distinct values (two turns each)" if distinct else "turns cycled with a number"
+    print(
+        f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded; {values}"
+    )
     print(f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}{'mirror MB':>11}")
     window, rows, started = 10 * size, 0, None
     for at in range(0, total, size):
@@ -181,7 +195,8 @@ def grow(total: int, marks: list[int], size: int) -> None:
             started = time.perf_counter()
         batch = items(size, 0)
         for i, item in enumerate(batch):
-            item["memory_key"], item["value"] = f"grown.{at + i}", f"{item['value']} (#{at + i})"
+            item["memory_key"] = f"grown.{at + i}"
+            item["value"] = distinct_value(at + i) if distinct else f"{item['value']} (#{at + i})"
         results = write.set_memories(scope, [write.MemoryInput(**item) for item in batch])
         rows = at + size
         if rows in marks and started is not None:
@@ -200,10 +215,11 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--grow", type=int, help="grow one namespace to this many memories instead")
     parser.add_argument("--marks", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--distinct", action="store_true", help="--grow: each value a pair of turns no other row has")
     args = parser.parse_args()
     schema.apply()
     if args.grow:
-        grow(args.grow, [mark for mark in args.marks if mark <= args.grow], args.batch)
+        grow(args.grow, [mark for mark in args.marks if mark <= args.grow], args.batch, args.distinct)
         return
     server = HttpServer()
     timings = {"bare insert (baseline)": [], "service layer": [], "HTTP": []}
