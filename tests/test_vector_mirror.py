@@ -383,6 +383,8 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
 
     monkeypatch.setattr(vector_mirror, "FEW_PAIRS", few_pairs)
 
+    from retrieval.store.cells import SCOPE_BITS
+
     rng = np.random.default_rng(3)
     values = vectors(12_000, rng)
     built = mirror("ns", values[:10_000], values[:10_000], sessions=40)
@@ -390,8 +392,11 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     built.nearest(values[:1], ["x"], [("default", "", "s0", "", "fact")])  # trains the cells
     mirror("ns", values[10_000:], values[10_000:], built, name="later", sessions=40)  # interleaved sessions
     cells = built.cells
-    assert all((np.diff(scopes) >= 0).all() for scopes in cells.scopes)
-    assert all((built.scope_codes[members] == scopes).all() for members, scopes in zip(cells.members, cells.scopes))
+    assert all((np.diff(keys) >= 0).all() for keys in cells.keys)
+    assert all(
+        (keys >> SCOPE_BITS == cell).all() and (built.scope_codes[members] == keys & (2**SCOPE_BITS - 1)).all()
+        for cell, (members, keys) in enumerate(zip(cells.members, cells.keys))
+    )
 
     picked = rng.choice(12_000, 300, replace=False)
     copies = unit(values[picked] + 0.01 * rng.standard_normal((300, 384)).astype(np.float32))

@@ -499,19 +499,22 @@ class Vectors:
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
-                few = []  # blocks of few (value, row) pairs: scored together after the loop
-                for cell, start, end, group in cells.blocks(vectors, codes):
-                    members = cells.members[cell][start:end]
-                    if len(group) * len(members) <= FEW_PAIRS:
-                        few.append((group, members))
-                        continue
+                read = cells.blocks(vectors, codes)
+                sizes = read.end - read.start
+                few = read.count * sizes <= FEW_PAIRS  # blocks of few (value, row) pairs: scored together below
+                for cell, start, end, first, count in zip(
+                    *(part[~few].tolist() for part in (read.cell, read.start, read.end, read.first, read.count))
+                ):
+                    group, members = read.readers[first : first + count], cells.members[cell][start:end]
                     # In place, in float32: a batch compares up to millions of (row, member) pairs here.
                     approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
                     approx *= cells.scales[cell][start:end]
                     np.copyto(approx, -np.inf, where=~live[members])
                     _candidates(group, members, approx, lines, rows)
-                if few:  # their live rows' codes gathered from the mirror's copy, each pair scored once
-                    few_lines, few_rows = _pairs(few)
+                if few.any():  # their live rows' codes gathered from the mirror's copy, each pair scored once
+                    few_lines, few_rows = _pairs(
+                        read.readers, read.first[few], read.count[few], read.members, read.at[few], sizes[few]
+                    )
                     kept = live[few_rows]  # (a retired row keeps its place in its cell)
                     few_lines, few_rows = few_lines[kept], few_rows[kept]
                     if len(few_rows):  # (simsimd refuses empty arrays)
@@ -634,19 +637,20 @@ def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return order[first | np.r_[False, first[:-1]]]
 
 
-def _pairs(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Every (line, row) pair of these blocks (lines, rows): each block's lines with each of its rows, in one pass
-    over all of them."""
-    lines, rows = np.concatenate([block[0] for block in blocks]), np.concatenate([block[1] for block in blocks])
-    across = np.asarray([len(block[0]) for block in blocks]), np.asarray([len(block[1]) for block in blocks])
-    pairs = across[0] * across[1]
-    block = np.repeat(np.arange(len(blocks)), pairs)
+def _pairs(
+    lines: np.ndarray,
+    line_at: np.ndarray,
+    line_count: np.ndarray,
+    rows: np.ndarray,
+    row_at: np.ndarray,
+    row_count: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (line, row) pair of these blocks: block b's lines `lines[line_at[b]:][:line_count[b]]`, each with each
+    of its rows `rows[row_at[b]:][:row_count[b]]`; in one pass over all of them."""
+    pairs = line_count * row_count
+    block = np.repeat(np.arange(len(pairs)), pairs)
     within = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)  # a pair's place in its block
-    first_line, first_row = (np.cumsum(count) - count for count in across)
-    return (
-        lines[first_line[block] + within // across[1][block]],
-        rows[first_row[block] + within % across[1][block]],
-    )
+    return lines[line_at[block] + within // row_count[block]], rows[row_at[block] + within % row_count[block]]
 
 
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
