@@ -114,3 +114,23 @@ def test_the_mirror_answers_as_clickhouse_does_and_follows_every_write(backend, 
     assert agent.search("Where is Gina?").json["retrieval_work"]["names_found"] == ["Gina"]
     assert agent.call("memory.delete", {"memory_key": "gina"}, agent.token).status == 200
     assert agent.search("Where is Gina?").json["abstain_code"] == "entity_absent"
+
+
+def test_a_loaded_mirror_finds_a_name_of_several_words_without_a_statement(backend, agent):
+    """One row holds both of 'Jonas Berg''s words: the mirror's postings say so. Only a name it does not find is
+    read from ClickHouse (a row without a vector holds its words there alone), so the absent one still is."""
+    if backend != "embedded":
+        pytest.skip("the embedded engine's writes all pass through this process's mirror")
+    from retrieval.store import clickhouse
+    from tests.test_vector_mirror import wait_for_mirror
+
+    agent.set(*COMPANY_FACTS)
+    wait_for_mirror(agent)
+    for query, found, read in [
+        ("What does Jonas Berg lead?", ["Jonas Berg"], False),
+        ("Where does Jonas Berlin work?", [], True),
+    ]:
+        with clickhouse.recorded() as statements:
+            reply = agent.search(query).json
+        assert reply["retrieval_work"]["names_found"] == found, query
+        assert any("multi_terms" in statement for statement in statements) == read, query  # the check's statement
