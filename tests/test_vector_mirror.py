@@ -372,16 +372,22 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
 
 
 @EVERY_BLOCK_ONE_WAY
-def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(settings, monkeypatch, few_pairs):
-    """A namespace written in many sessions: each cell keeps its rows in order of write scope and a value is compared
-    with its own scope's slice only. What the cells find equals the exact comparison, rows added after training
-    included; a copy of another session's row finds that row only from that session."""
+@pytest.mark.parametrize("recent_share", [10.0, 0.0], ids=["recent", "merged"])
+def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(
+    settings, monkeypatch, few_pairs, recent_share
+):
+    """A namespace written in many sessions: the cells keep their rows in order of (cell, write scope) and a value is
+    compared with its own scope's slice only. What the cells find equals the exact comparison, rows added after
+    training included, whether they are still kept apart or merged with the rest; a copy of another session's row
+    finds that row only from that session."""
     import numpy as np
 
+    from retrieval.store import cells as cells_module
     from retrieval.store import vector_mirror
     from tests.synthetic import mirror, unit, vectors
 
     monkeypatch.setattr(vector_mirror, "FEW_PAIRS", few_pairs)
+    monkeypatch.setattr(cells_module, "RECENT_SHARE", recent_share)
 
     from retrieval.store.cells import SCOPE_BITS
 
@@ -392,11 +398,15 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     built.nearest(values[:1], ["x"], [("default", "", "s0", "", "fact")])  # trains the cells
     mirror("ns", values[10_000:], values[10_000:], built, name="later", sessions=40)  # interleaved sessions
     cells = built.cells
-    assert all((np.diff(keys) >= 0).all() for keys in cells.keys)
-    assert all(
-        (keys >> SCOPE_BITS == cell).all() and (built.scope_codes[members] == keys & (2**SCOPE_BITS - 1)).all()
-        for cell, (members, keys) in enumerate(zip(cells.members, cells.keys))
-    )
+    assert len(cells.recent_keys) == (2000 if recent_share else 0) and cells.merged == 12_000 - len(cells.recent_keys)
+    for keys, members in ((cells.keys, cells.members), (cells.recent_keys, cells.recent_members)):
+        assert (np.diff(keys) >= 0).all()
+        placed, fit = cells.cell_of(built.values[members])
+        placed[fit < cells.fit_floor] = cells.stray
+        assert (keys >> SCOPE_BITS == placed).all()
+        assert (built.scope_codes[members] == keys & (2**SCOPE_BITS - 1)).all()
+    merged = cells.members
+    assert (cells.codes == built.codes[merged]).all() and (cells.scales == built.scales[merged]).all()
 
     picked = rng.choice(12_000, 300, replace=False)
     copies = unit(values[picked] + 0.01 * rng.standard_normal((300, 384)).astype(np.float32))
@@ -505,7 +515,7 @@ def test_the_write_gates_cells_are_retrained_as_the_mirror_doubles_or_its_strays
     monkeypatch.setattr(cells, "STRAYS_GROWN", 1000)  # a few cells' worth, at this size
     strays = vectors(1100, rng)  # other topics
     mirror("ns", strays, strays, built, name="strays")
-    assert set(range(5000, 6100)) <= set(built.cells.members[built.cells.stray].tolist()) and built.cells.due()
+    assert set(range(5000, 6100)) <= set(built.cells.held(built.cells.stray).tolist()) and built.cells.due()
     built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
     wait_until(lambda: built.cells.trained_on == 6100)
     assert not built.cells.due()

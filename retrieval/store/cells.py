@@ -8,7 +8,8 @@ gate (cosine 0.85 by default), and a row that close to a vector lies in one of t
 (bench/gates.py measures the agreement with the exact comparison on real embeddings). Each cell keeps its rows'
 int8 codes side by side, so reading one is a contiguous pass over a quarter of the bytes (the mirror's rows are
 in write order: gathering a cell's rows from them cost more than comparing them); only the blocks of a few pairs are
-gathered, all of a batch's at once, since a pass of their own costs more (`Vectors.nearest`, FEW_PAIRS).
+gathered, all of a batch's at once, since a pass of their own costs more (`Vectors.nearest`, FEW_PAIRS), and those
+of the rows added since the last merge (below).
 
 Two levels, so that training stays linear in the rows: ~sqrt(cells) coarse centroids (k-means over a sample),
 each split into fine centroids trained on its share of the sample; a row goes to the nearest fine centroid of its
@@ -17,11 +18,16 @@ ones (the same nearest rows found, bench/gates.py). Centroids are means, compare
 embeddings share a large common direction, which unit centroids blur (on real embeddings, 8 probes found 0.986 of
 the gated rows' nearest, against 0.942 with unit centroids). A row far from every centroid (a topic the training
 never saw) has no meaningful cell: it goes to the strays, which every vector reads. Rows added later join their cell
-at once; the centroids are retrained once the rows have doubled, or the strays grown, since (`due`).
+at once (the next batch reads them); the centroids are retrained once the rows have doubled, or the strays grown,
+since (`due`).
 
 A cell's rows are kept in order of their write scope (the gates only compare a value with rows of its own scope), so
 a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into 40 sessions of a namespace compared
-~30x more pairs than it judged when each cell was read whole.
+~30x more pairs than it judged when each cell was read whole. All the cells' rows are one run of arrays, in order of
+(cell, scope) (`SCOPE_BITS`). Rows added later are first kept apart in a run of their own (their places and keys
+only; their codes are read from the mirror's), merged into the first once they are RECENT_SHARE of it, one pass over
+every row: placing each batch's rows in the cells they joined cost a pass over each such cell, ~500 cells a batch at
+a million rows, and the ingest rate fell with the cells.
 """
 
 import math
@@ -38,19 +44,19 @@ ROUNDS = 8  # k-means iterations
 # the centroids are trained again once a few cells' worth more have come.
 STRAYS_TRAINED = 0.01, 2 * ROWS_PER_CELL
 STRAYS_GROWN = 4 * PROBES * ROWS_PER_CELL
-# A row's key in its cell: (cell << SCOPE_BITS) + its write scope, so every cell's keys, end to end, are in order.
+# A row's key: (its cell << SCOPE_BITS) + its write scope; the rows are kept in order of it.
 SCOPE_BITS = 32
+# The rows added since the last merge are merged in once they are this share of the rest: a merge passes over every
+# row, and the recent rows' codes are gathered from the mirror's when read.
+RECENT_SHARE = 1 / 8
 
 
 class Blocks(NamedTuple):
-    """What a batch reads of the cells, block by block: block b is cell `cell[b]`'s rows [start[b], end[b]) (those of
-    one write scope), which are `members[at[b]:][:end[b] - start[b]]` of every cell's members end to end, read by the
-    vectors `readers[first[b]:][:count[b]]` (ascending)."""
+    """What a batch reads of one run of rows, block by block: block b is the rows `members[start[b]:end[b]]` (those
+    of one cell and one write scope), read by the vectors `readers[first[b]:][:count[b]]` (ascending)."""
 
-    cell: np.ndarray
     start: np.ndarray
     end: np.ndarray
-    at: np.ndarray
     first: np.ndarray
     count: np.ndarray
     readers: np.ndarray
@@ -63,14 +69,20 @@ class Cells:
         self.fine = np.concatenate(fine)  # (cells, dim): coarse cell c's are fine[starts[c]:starts[c + 1]]
         self.starts = np.cumsum([0] + [len(part) for part in fine])
         self.stray = len(self.fine)  # the last cell: rows that fit no centroid
-        # Per cell (the strays last), in order of write scope: its rows' positions in the mirror, their keys (the cell
-        # and the row's write scope, the mirror's scope code: `SCOPE_BITS`), their int8 codes and the codes' scales.
-        self.members = [np.zeros(0, dtype=np.int64) for _ in range(self.stray + 1)]
-        self.keys = [np.zeros(0, dtype=np.int64) for _ in range(self.stray + 1)]
-        self.codes = [np.zeros((0, dim), dtype=np.int8) for _ in range(self.stray + 1)]
-        self.scales = [np.zeros(0, dtype=np.float32) for _ in range(self.stray + 1)]
+        # The rows, in order of their keys (cell, write scope): their positions in the mirror, their keys, their int8
+        # codes and the codes' scales.
+        self.members = np.zeros(0, dtype=np.int64)
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros((0, dim), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
+        # The rows added since (rows merged..rows-1 of the mirror), in order of their keys too: positions and keys;
+        # their codes and scales in the order they came, for the merge.
+        self.recent_members = np.zeros(0, dtype=np.int64)
+        self.recent_keys = np.zeros(0, dtype=np.int64)
+        self.recent_codes: list[np.ndarray] = []
+        self.recent_scales: list[np.ndarray] = []
         self.fit_floor = -1.0  # set by `trained`
-        self.rows = 0  # rows 0..rows-1 are in a cell
+        self.rows = self.merged = 0  # rows 0..rows-1 are in a cell; 0..merged-1 in the first run
         self.trained_on = self.strays_trained = 0  # rows and strays when trained
 
     @classmethod
@@ -92,43 +104,77 @@ class Cells:
         share, most = STRAYS_TRAINED
         worst = min(int(share * len(fit)), most)  # of every row: the sample fits its centroids better
         cells.fit_floor = float(np.partition(fit, worst)[worst]) if worst else -np.inf
-        cells._place(cell, fit, codes, scales, scopes)
-        cells.trained_on, cells.strays_trained = len(vectors), len(cells.members[cells.stray])
+        keys = cells._keys(cell, fit, scopes)
+        order = np.argsort(keys, kind="stable")
+        cells.keys, cells.members, cells.codes, cells.scales = keys[order], order, codes[order], scales[order]
+        cells.rows = cells.merged = len(vectors)
+        cells.trained_on, cells.strays_trained = len(vectors), len(cells.held(cells.stray))
         return cells
 
     @property
     def nbytes(self) -> int:
-        """The centroids and what each cell keeps of its rows."""
-        kept = (part.nbytes for parts in (self.members, self.keys, self.codes, self.scales) for part in parts)
-        return self.coarse.nbytes + self.fine.nbytes + sum(kept)
+        """The centroids and what the cells keep of their rows."""
+        kept = [self.members, self.keys, self.codes, self.scales, self.recent_members, self.recent_keys]
+        kept += self.recent_codes + self.recent_scales
+        return self.coarse.nbytes + self.fine.nbytes + sum(part.nbytes for part in kept)
+
+    def held(self, cell: int) -> np.ndarray:
+        """The positions in the mirror of a cell's rows."""
+        edges = np.array([cell << SCOPE_BITS, (cell + 1) << SCOPE_BITS])
+        first, recent = np.searchsorted(self.keys, edges), np.searchsorted(self.recent_keys, edges)
+        return np.concatenate([self.members[first[0] : first[1]], self.recent_members[recent[0] : recent[1]]])
 
     def due(self) -> bool:
         """Whether the centroids should be trained again: the rows have doubled since, or the strays grew."""
-        grown = len(self.members[self.stray]) - self.strays_trained
+        grown = len(self.held(self.stray)) - self.strays_trained
         return self.rows >= 2 * self.trained_on or grown > STRAYS_GROWN
 
     def extend(self, vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> None:
         """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells."""
-        self._place(*self.cell_of(vectors), codes, scales, scopes)
+        # Copies: these are views of the mirror's arrays, which a view would keep once they grow.
+        self._place(*self.cell_of(vectors), codes.copy(), scales.copy(), scopes)
+        if len(self.recent_keys) > RECENT_SHARE * self.merged:
+            self._merge()
 
     def _place(
         self, cell: np.ndarray, fit: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray
     ) -> None:
-        cell[fit < self.fit_floor] = self.stray
-        order = np.argsort(cell, kind="stable")
-        found, bounds = np.unique(cell[order], return_index=True)
-        for c, at in zip(found.tolist(), np.split(order, bounds[1:])):
-            parts = [
-                np.concatenate([self.members[c], at + self.rows]),
-                np.concatenate([self.keys[c], scopes[at].astype(np.int64) + (c << SCOPE_BITS)]),
-                np.concatenate([self.codes[c], codes[at]]),
-                np.concatenate([self.scales[c], scales[at]]),
-            ]
-            if (parts[1][1:] < parts[1][:-1]).any():  # (one scope: in order already)
-                by_scope = np.argsort(parts[1], kind="stable")
-                parts = [part[by_scope] for part in parts]
-            self.members[c], self.keys[c], self.codes[c], self.scales[c] = parts
+        """Rows self.rows.. among the recent ones, in order of their keys."""
+        keys = self._keys(cell, fit, scopes)
+        order = np.argsort(keys, kind="stable")
+        at = np.searchsorted(self.recent_keys, keys[order], side="right")
+        self.recent_keys = np.insert(self.recent_keys, at, keys[order])
+        self.recent_members = np.insert(self.recent_members, at, order + self.rows)
+        self.recent_codes.append(codes)
+        self.recent_scales.append(scales)
         self.rows += len(cell)
+
+    def _keys(self, cell: np.ndarray, fit: np.ndarray, scopes: np.ndarray) -> np.ndarray:
+        """Rows' keys: each one's cell (the strays' when it fits its centroid worse than the training's worst few)
+        and write scope."""
+        cell[fit < self.fit_floor] = self.stray
+        return (cell << SCOPE_BITS) + scopes.astype(np.int64)
+
+    def _merge(self) -> None:
+        """The recent rows into the first run: each goes after the rows of its key there, so both stay in order."""
+        count = len(self.recent_keys)
+        if not count:
+            return
+        into = np.searchsorted(self.keys, self.recent_keys, side="right") + np.arange(count)
+        rest = np.ones(len(self.keys) + count, dtype=bool)
+        rest[into] = False
+        came = self.recent_members - self.merged  # each recent row's place in the order they came
+        recent = (self.recent_keys, self.recent_members, np.concatenate(self.recent_codes)[came])
+        recent += (np.concatenate(self.recent_scales)[came],)
+        merged = []
+        for old, new in zip((self.keys, self.members, self.codes, self.scales), recent):
+            both = np.empty((len(rest), *old.shape[1:]), dtype=old.dtype)
+            both[into], both[rest] = new, old
+            merged.append(both)
+        self.keys, self.members, self.codes, self.scales = merged
+        self.recent_keys, self.recent_members = self.recent_keys[:0], self.recent_members[:0]
+        self.recent_codes, self.recent_scales = [], []
+        self.merged = self.rows
 
     def cell_of(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's cell (the nearest fine centroid of its nearest coarse one), and how well it fits it."""
@@ -158,13 +204,13 @@ class Cells:
         slots, offsets = np.divmod(top, width)
         return self.starts[np.take_along_axis(coarse, slots, axis=1)] + offsets
 
-    def blocks(self, vectors: np.ndarray, scopes: np.ndarray) -> Blocks:
-        """What these vectors (of these write scopes: the mirror's codes, -1 for a scope with no row) read: for each
-        (cell, scope), the cell's rows of that scope and the vectors that read them. A vector reads the PROBES cells
-        whose centroids are nearest it, the cell it would be placed in (a row's cell is chosen within its coarse cell,
-        so it may not be among those), and the strays. One sort of every (cell, scope, vector) read, each one number,
-        and one search of every cell's keys for all the blocks: no pass per block (~20 us each in Python, and a
-        batch reads thousands once the cells outnumber its values' probes)."""
+    def blocks(self, vectors: np.ndarray, scopes: np.ndarray) -> tuple[Blocks, Blocks]:
+        """What these vectors (of these write scopes: the mirror's codes, -1 for a scope with no row) read, of the
+        merged rows and of the recent ones: for each (cell, scope), the rows of that scope and the vectors that read
+        them. A vector reads the PROBES cells whose centroids are nearest it, the cell it would be placed in (a row's
+        cell is chosen within its coarse cell, so it may not be among those), and the strays. One sort of every
+        (cell, scope, vector) read, each one number, and one search of each run's keys for all the blocks: no pass
+        per block (~20 us each in Python, and a batch reads thousands once the cells outnumber its values' probes)."""
         count = len(vectors)
         near = np.column_stack([self.probed(vectors), self.cell_of(vectors)[0], np.full(count, self.stray)])
         lines = np.repeat(np.arange(count), near.shape[1])
@@ -174,20 +220,15 @@ class Cells:
         blocks, readers = np.divmod(reads, count)
         first = np.flatnonzero(np.diff(blocks, prepend=-1))  # each block's first read
         cell, scope = np.divmod(blocks[first], scoped)
-        keys = np.concatenate(self.keys)  # in order: cell by cell, each cell's rows by scope
         wanted = (cell << SCOPE_BITS) + scope
-        at, past, cell_at = (np.searchsorted(keys, edge) for edge in (wanted, wanted + 1, cell << SCOPE_BITS))
-        held = at < past
-        return Blocks(
-            cell=cell[held],
-            start=(at - cell_at)[held],
-            end=(past - cell_at)[held],
-            at=at[held],
-            first=first[held],
-            count=np.diff(np.r_[first, len(reads)])[held],
-            readers=readers,
-            members=np.concatenate(self.members),
-        )
+        counts = np.diff(np.r_[first, len(reads)])
+
+        def of(keys: np.ndarray, members: np.ndarray) -> Blocks:
+            start, end = np.searchsorted(keys, wanted), np.searchsorted(keys, wanted + 1)
+            held = start < end
+            return Blocks(start[held], end[held], first[held], counts[held], readers, members)
+
+        return of(self.keys, self.members), of(self.recent_keys, self.recent_members)
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:

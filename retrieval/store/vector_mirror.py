@@ -48,7 +48,7 @@ from django.conf import settings
 from retrieval import metrics
 from retrieval.language import text
 from retrieval.store import change_marker, clickhouse, native, reads
-from retrieval.store.cells import Cells
+from retrieval.store.cells import Blocks, Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
 log = logging.getLogger(__name__)
@@ -499,29 +499,35 @@ class Vectors:
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
-                read = cells.blocks(vectors, codes)
-                sizes = read.end - read.start
-                few = read.count * sizes <= FEW_PAIRS  # blocks of few (value, row) pairs: scored together below
-                for cell, start, end, first, count in zip(
-                    *(part[~few].tolist() for part in (read.cell, read.start, read.end, read.first, read.count))
-                ):
-                    group, members = read.readers[first : first + count], cells.members[cell][start:end]
-                    # In place, in float32: a batch compares up to millions of (row, member) pairs here.
-                    approx = _cdist(query_codes[group], cells.codes[cell][start:end], metric="dot")
-                    approx *= cells.scales[cell][start:end]
-                    np.copyto(approx, -np.inf, where=~live[members])
-                    _candidates(group, members, approx, lines, rows)
-                if few.any():  # their live rows' codes gathered from the mirror's copy, each pair scored once
-                    few_lines, few_rows = _pairs(
-                        read.readers, read.first[few], read.count[few], read.members, read.at[few], sizes[few]
-                    )
-                    kept = live[few_rows]  # (a retired row keeps its place in its cell)
-                    few_lines, few_rows = few_lines[kept], few_rows[kept]
-                    if len(few_rows):  # (simsimd refuses empty arrays)
-                        approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
-                        best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
-                        lines.append(few_lines[best])
-                        rows.append(few_rows[best])
+                merged, recent = cells.blocks(vectors, codes)
+                pairs = []
+                for read in merged, recent:
+                    sizes = read.end - read.start
+                    few = read.count * sizes <= FEW_PAIRS  # blocks of few (value, row) pairs: scored together below
+                    for start, end, first, count in zip(
+                        *(part[~few].tolist() for part in (read.start, read.end, read.first, read.count))
+                    ):
+                        group, members = read.readers[first : first + count], read.members[start:end]
+                        # The merged rows' codes are a slice of the cells'; the recent rows' are the mirror's.
+                        if read is merged:
+                            block, scales = cells.codes[start:end], cells.scales[start:end]
+                        else:
+                            block, scales = self.codes[members], self.scales[members]
+                        # In place, in float32: a batch compares up to millions of (row, member) pairs here.
+                        approx = _cdist(query_codes[group], block, metric="dot")
+                        approx *= scales
+                        np.copyto(approx, -np.inf, where=~live[members])
+                        _candidates(group, members, approx, lines, rows)
+                    pairs.append(_pairs(read, few))
+                # The blocks of few pairs: their live rows' codes gathered from the mirror, each pair scored once.
+                few_lines, few_rows = (np.concatenate(part) for part in zip(*pairs))
+                kept = live[few_rows]  # (a retired row keeps its place in its cell)
+                few_lines, few_rows = few_lines[kept], few_rows[kept]
+                if len(few_rows):  # (simsimd refuses empty arrays)
+                    approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
+                    best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
+                    lines.append(few_lines[best])
+                    rows.append(few_rows[best])
             return self._best(vectors, keys, lines, rows)
 
     def _best(
@@ -630,27 +636,24 @@ def _candidates(lines: np.ndarray, rows: np.ndarray, sims: np.ndarray, out_lines
 
 
 def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """The places of each line's two best scores, best first, lines ascending: a key has one live row in a scope, so
-    a line's best row of another key is one of its two best."""
-    order = np.lexsort((-scores, lines))
+    """The places of each line's two best scores (finite), best first, lines ascending: a key has one live row in a
+    scope, so a line's best row of another key is one of its two best. One sort of one number a pair, the line and
+    then the score (a sort on the two as keys took twice as long)."""
+    span = 2 * float(np.abs(scores).max(initial=0)) + 1  # so no line's numbers reach the next line's
+    order = np.argsort(lines * span - scores.astype(np.float64))
     first = np.r_[True, lines[order][1:] != lines[order][:-1]]
     return order[first | np.r_[False, first[:-1]]]
 
 
-def _pairs(
-    lines: np.ndarray,
-    line_at: np.ndarray,
-    line_count: np.ndarray,
-    rows: np.ndarray,
-    row_at: np.ndarray,
-    row_count: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every (line, row) pair of these blocks: block b's lines `lines[line_at[b]:][:line_count[b]]`, each with each
-    of its rows `rows[row_at[b]:][:row_count[b]]`; in one pass over all of them."""
-    pairs = line_count * row_count
+def _pairs(read: Blocks, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (line, row) pair of the `chosen` blocks: each of a block's readers with each of its rows; in one pass
+    over all of them."""
+    first, count, start = read.first[chosen], read.count[chosen], read.start[chosen]
+    size = read.end[chosen] - start
+    pairs = count * size
     block = np.repeat(np.arange(len(pairs)), pairs)
     within = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)  # a pair's place in its block
-    return lines[line_at[block] + within // row_count[block]], rows[row_at[block] + within % row_count[block]]
+    return read.readers[first[block] + within // size[block]], read.members[start[block] + within % size[block]]
 
 
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
