@@ -1,7 +1,9 @@
 """Query embeddings are cached per org: LRU, in-flight sharing, the shared table; never past the switch."""
 
 import threading
+from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from retrieval.providers import embedding_cache
@@ -55,3 +57,18 @@ def test_a_switched_off_org_is_not_served_its_cached_vector(backend, openai_embe
     agent.call("org.set_model_calls", {"enabled": False, "reason": "audit"}, agent.token)
     reply = agent.search("when does the release train leave")
     assert "leg:vector:model_calls_off" in reply.json["degraded"] and reply.json["search_mode"] == "lexical"
+
+
+def test_a_lookup_reads_a_granule_of_rows_however_many_are_cached(backend):
+    """A lookup is one key's row, and the engine reads whole granules of 1.5 KB vectors: small granules keep a
+    lookup's read small as the cache fills (the default granule holds 8,192 rows)."""
+    vector = np.zeros(384, dtype=np.float32)
+    now = datetime.now(UTC)
+    clickhouse.insert(
+        "embedding_cache",
+        [{"key": f"{i:064x}", "model": "fake", "vector": vector, "created_at": now} for i in range(3000)],
+    )
+    estimate = clickhouse.query(
+        "EXPLAIN ESTIMATE SELECT vector FROM embedding_cache WHERE key = {key:String}", {"key": f"{1234:064x}"}
+    )
+    assert 0 < sum(row["rows"] for row in estimate) <= 128

@@ -33,7 +33,7 @@ _CREATE_TABLE = re.compile(
 )
 _CREATE_VIEW = re.compile(r"^\s*CREATE MATERIALIZED VIEW (IF NOT EXISTS )?(\w+) TO (\w+) AS\s+(.*)$", re.S)
 _ALTER = re.compile(r"^\s*ALTER TABLE (\w+)\s+(.*)$", re.S)
-_DROP = re.compile(r"^\s*DROP (TABLE|VIEW) (IF EXISTS )?(\w+)\s*$", re.S)
+_DROP = re.compile(r"^\s*DROP (TABLE|VIEW) (IF EXISTS )?(\w+)( SYNC)?\s*$", re.S)
 _TRUNCATE = re.compile(r"^\s*TRUNCATE TABLE (\w+)\s*$")
 _ORDER_BY = re.compile(r"ORDER BY \(?([\w, ]+)\)?")
 _FROM = re.compile(r"\bFROM (\w+)")
@@ -88,10 +88,11 @@ def statements(ddl: str) -> list[str]:
             both.append(f"ALTER TABLE {table}{on} {_SETTINGS.sub('', change)}")
         return both
     if dropped := _DROP.match(ddl):
-        kind, exists, table = dropped.groups()
+        kind, exists, table, sync = dropped.groups()
+        exists, sync = exists or "", sync or ""
         if kind == "VIEW":
-            return [f"DROP VIEW {exists or ''}{table}{on}"]
-        return [f"DROP TABLE {exists or ''}{table}{on}", f"DROP TABLE {exists or ''}{local(table)}{on}"]
+            return [f"DROP VIEW {exists}{table}{on}{sync}"]
+        return [f"DROP TABLE {exists}{table}{on}{sync}", f"DROP TABLE {exists}{local(table)}{on}{sync}"]
     if truncated := _TRUNCATE.match(ddl):  # a Distributed table's TRUNCATE drops only its unsent inserts
         return [f"TRUNCATE TABLE {local(truncated.group(1))}{on}"]
     raise clickhouse.ClickHouseError(f"no cluster form for this DDL: {ddl.strip()[:80]}")
