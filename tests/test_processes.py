@@ -115,6 +115,18 @@ def test_another_processs_write_is_scored_by_the_next_searchs_lexical_legs(backe
 
 
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
+def test_another_processs_row_without_a_vector_is_read_by_the_entity_check(backend, agent, other_process):
+    """Stored while the org's model calls are off, the row has no vector, so this process's mirror cannot hold its
+    words: the next search's entity check asks ClickHouse for the name the mirror lacks."""
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    assert agent.search("Where is Gina?").json["abstain_code"] == "entity_absent"
+    assert agent.call("org.set_model_calls", {"enabled": False, "reason": "audit"}, agent.token).status == 200
+    other_process(agent_org(agent), "set", "gina", "Gina joined the Berlin office in May")
+    assert agent.search("Where is Gina?").json["retrieval_work"]["names_found"] == ["Gina"]
+
+
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_long_value_is_found_by_its_chunk(backend, agent, other_process, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})

@@ -364,8 +364,7 @@ def _store(scope: Scope, plans: list[_Plan]) -> None:
     ]
     clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
     vector_mirror.retired(scope.org, scope.namespace, retired)
-    embedded = [row for row in embeddings if row["embedding_dim"]]
-    vector_mirror.added(scope.org, scope.namespace, embedded, chunks, [plan.row for plan in changed])
+    vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, [plan.row for plan in changed])
 
 
 _IDENTITY = ("org", *IDENTITY_COLUMNS)

@@ -37,6 +37,7 @@ import threading
 import time
 from array import array
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from sys import intern
@@ -97,6 +98,11 @@ class Vectors:
         self.scope_codes = np.zeros(0, dtype=np.int32)
         # Whether any row of the namespace was ever chunked: the chunk leg skips its statement until one is.
         self.chunked = False
+        # Live rows of the namespace known to have no vector here: stubs (written while their org's model calls were
+        # off) and rows only another model embedded. A row leaves when its vector comes or it is retired. While
+        # there are none, a word no row here holds is in no live row, and the entity check need not ask ClickHouse
+        # (retrieval/search/mentions.py).
+        self.unvectored: set[RowId] = set()
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
         self.since: datetime | None = None
         self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
@@ -121,9 +127,14 @@ class Vectors:
         self.cells: Cells | None = None
         self.training = threading.Lock()
 
-    def add(self, rows: list[dict], chunked: bool = False, shown: dict | None = None) -> None:
-        """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each."""
-        with self.lock:
+    def add(
+        self, rows: list[dict], chunked: bool = False, shown: dict | None = None, unvectored: Iterable[RowId] = ()
+    ) -> None:
+        """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each;
+        `unvectored`: live rows the same write or read found without a vector."""
+        with self.lock:  # (a row held here has its vector: a delta may see its stub again after the vector came)
+            self.unvectored.update(rid for rid in unvectored if rid not in self.position)
+            self.unvectored.difference_update(row_id(row) for row in rows)
             self._add(rows, shown or {})
             self.chunked = self.chunked or chunked
 
@@ -201,10 +212,12 @@ class Vectors:
             posted.append(at)
         self.posted += 4 * (2 * len(value) + len(words))
 
-    def mentions(self, words: list[str]) -> list[bool]:
-        """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity)."""
+    def mentions(self, words: list[str]) -> tuple[list[bool], bool]:
+        """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity), and
+        whether the answer is the namespace's: every live row's words held here (else a word missing here may be in a
+        row whose value or vector this mirror lacks)."""
         with self.lock:
-            return [self.words[word] > 0 for word in words]
+            return [self.words[word] > 0 for word in words], not self.unvectored and self._worded() is not None
 
     def reserve(self, size: int, dim: int) -> None:
         """Room for `size` rows of `dim` dimensions, made now (a load knows how many rows are coming)."""
@@ -256,6 +269,7 @@ class Vectors:
 
     def retire(self, ids: list[RowId]) -> None:
         with self.lock:
+            self.unvectored.difference_update(ids)
             for rid in ids:
                 if (at := self.position.get(rid)) is not None:
                     self.visible[at] = self.live[at] = False
@@ -792,6 +806,8 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     if not came:
         return
     live = [row for row in came if row["status"] == "active" and row["embedding_dim"] > 0]
+    if stubs := [row_id(row) for row in came if row["status"] == "active" and not row["embedding_dim"]]:
+        mirror.add([], unvectored=stubs)  # another process stored them
     wanted = sorted({_identity(row) for row in live if not mirror.holds(row_id(row), row["revision"])})
     if wanted:
         columns = _columns(mirror.keyed)
@@ -1019,7 +1035,11 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         if rows:  # sized for the namespace once, not doubled range by range (a doubling holds both copies)
             mirror.reserve(count, dim)
         rows = [dict(zip(columns, row)) for row in rows]
-        mirror.add(rows, bool(chunked), shown_of(_live_memory_columns(org, namespace, keys=(low, high))))
+        live = _live_memory_columns(org, namespace, keys=(low, high))
+        # (A write under way may store a row's vector after the first read and its value before the second: its own
+        # notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
+        unvectored = {RowId(namespace, *_identity(row)) for row in live} - {row_id(row) for row in rows}
+        mirror.add(rows, bool(chunked), shown_of(live), unvectored)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
 
@@ -1081,7 +1101,8 @@ def _stamp(org: str, namespace: str) -> tuple[int, int] | None:
 
 
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
-    """The write path stored these embedding rows (active versions), these chunks, and these memory rows."""
+    """The write path stored these embedding rows (active versions, stubs among them), these chunks, and these memory
+    rows."""
     if not rows:
         return
     swapped = _stamp(org, namespace)
@@ -1091,15 +1112,16 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
     with _lock:
         for model in {row["embedding_model"] for row in rows}:
             key = (clickhouse.target(), org, namespace, model)
-            mine = [row for row in rows if row["embedding_model"] == model]
+            stubs = [row_id(row) for row in rows if row["embedding_model"] == model and not row["embedding_dim"]]
+            mine = [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]]
             chunked = any(chunk["embedding_model"] == model for chunk in chunks)
             if key not in _pending and _mirrors.get(key) is None:
                 continue
             shown = shown if shown is not None else shown_of(memory_rows)
             if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
-                _pending[key].append(("add", (mine, chunked, shown)))
+                _pending[key].append(("add", (mine, chunked, shown, stubs)))
             if (mirror := _mirrors.get(key)) is not None:
-                mirror.add(mine, chunked, shown)
+                mirror.add(mine, chunked, shown, stubs)
                 mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
                 _mirrors[key] = _within_cap(mirror)
                 _within_budget(key)
