@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 import uuid
 
 from retrieval.store import clickhouse, schema
@@ -116,3 +117,32 @@ def test_a_flush_waits_for_one_already_under_way(backend, monkeypatch):
     caller.join(10)
     under_way.join(10)
     assert clickhouse.query_value("SELECT count() FROM agent_events WHERE org = {org:String}", {"org": org}) == 1
+
+
+def test_side_work_that_reads_only_memory_runs_in_the_callers_thread(backend):
+    """No hand-off for work without a statement: its answer, or its error, is in the future at once."""
+    ran_in = []
+    done = clickhouse.on_the_side(lambda: ran_in.append(threading.current_thread()) or "from memory")
+    assert (done.done(), done.result(), ran_in) == (True, "from memory", [threading.current_thread()])
+    failed = clickhouse.on_the_side(lambda: 1 / 0)
+    assert failed.done() and isinstance(failed.exception(), ZeroDivisionError)
+
+
+def test_side_work_that_runs_a_statement_starts_over_in_a_worker_and_runs_beside_the_others(backend):
+    """Each statement runs in a worker thread (into the caller's recording), two side by side: each waits for the
+    other to begin before it answers."""
+    began = [threading.Event(), threading.Event()]
+    threads = []
+
+    def work(mine: int):
+        answer = clickhouse.query_value("SELECT {n:UInt8}", {"n": mine})
+        threads.append(threading.current_thread())  # where the statement ran
+        began[mine].set()
+        assert began[1 - mine].wait(timeout=10), "the other statement never ran beside this one"
+        return answer
+
+    with clickhouse.recorded() as statements:
+        futures = [clickhouse.on_the_side(work, n) for n in (0, 1)]
+        assert [future.result(timeout=30) for future in futures] == [0, 1]
+    assert statements == ["SELECT {n:UInt8}"] * 2  # each once: the start in line ran none
+    assert threading.current_thread() not in threads and len(set(threads)) == 2

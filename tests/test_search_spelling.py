@@ -93,8 +93,9 @@ def test_a_word_is_looked_up_once_whatever_query_it_comes_in(backend, agent, mon
     lookup = spelling.lookup
 
     def spy(org, namespace, model, words):
-        asked.append(list(words))
-        return lookup(org, namespace, model, words)
+        found = lookup(org, namespace, model, words)
+        asked.append(list(words))  # once it answers (tried in line, a lookup starts over at its first statement)
+        return found
 
     monkeypatch.setattr(spelling, "lookup", spy)
     agent.search("datalakecatalog metadata")

@@ -97,7 +97,7 @@ def by_name() -> dict:
 
 
 def run(ctx: Context, pool: Pool, degraded: list[str], stage_ms: dict[str, float]) -> None:
-    # The legs are independent statements: run them side by side, then merge in a fixed order.
+    # The legs are independent: those that read memory run at once, statements side by side; merged in a fixed order.
     running = {
         name: clickhouse.on_the_side(_timed, leg, ctx) for name, leg in by_name().items() if name in ctx.plan.legs
     }
