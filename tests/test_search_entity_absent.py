@@ -76,6 +76,19 @@ def test_an_entity_mention_counts_even_when_the_text_does_not_say_it(backend, ag
     assert reply["abstain_code"] != "entity_absent"
 
 
+def test_a_name_a_triple_declares_counts_from_the_mirror_too(backend, agent):
+    """The subject of a declared triple is an entity mention, as the graph leg reads it; so is it for a loaded mirror
+    that answers the check alone."""
+    from tests.test_vector_mirror import wait_for_mirror
+
+    triple = {"subject": "Gina", "relation": "badges_at", "object": "the front desk"}
+    agent.set({"memory_key": "badge.rule", "value": "badge in at the front desk", "triples": [triple]})
+    wait_for_mirror(agent)
+    reply = agent.search("Where does Gina badge in?").json
+    assert reply["retrieval_work"]["names_found"] == ["Gina"]
+    assert reply["abstain_code"] != "entity_absent"
+
+
 def test_names_are_looked_up_in_keys_too(backend, agent):
     agent.set({"memory_key": "customer.acme.contact", "value": "reach them at ops@example.com"})
     assert agent.search("How do I reach Acme?").json["retrieval_work"]["names_found"] == ["Acme"]

@@ -131,7 +131,7 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
         tuple(m[name] for name in IDENTITY): m
         for m in clickhouse.query(
             """
-            SELECT org, namespace, memory_key, agent, session_id, version, value, valid_at, created_at
+            SELECT org, namespace, memory_key, agent, session_id, version, value, valid_at, created_at, triples
             FROM memories FINAL
             WHERE org = {org:String} AND namespace = {namespace:String} AND memory_key IN {keys:Array(String)}
             """,

@@ -191,6 +191,7 @@ class Vectors:
         if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
             self._index(at, value, words)
         words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
+        words |= {"\0" + name for name in self.shown[at][3]}
         if sign > 0:
             self.words.update(words)  # (counting an iterable is Counter's C loop; a mapping, a Python one)
         else:
@@ -477,7 +478,7 @@ class Vectors:
                 at = self.position.get(rid)
                 if at is None or not self.visible[at] or self.shown[at] is None:
                     continue
-                value, valid_at, created_at = self.shown[at]
+                value, valid_at, created_at, _ = self.shown[at]
                 meta = self.meta[at]
                 found[rid] = {
                     **rid._asdict(),
@@ -725,9 +726,15 @@ def _identity(row: dict) -> tuple:
 
 def shown_of(memory_rows: list[dict]) -> dict[tuple, tuple]:
     """What a hit shows of each memory row (value, valid_at, created_at), dates as ClickHouse keeps them (a write
-    notice carries microseconds), by identity. A vector row without one is hydrated from ClickHouse."""
+    notice carries microseconds), and the names its triples declare (entity mentions too, as the write path stores
+    them), by identity. A vector row without one is hydrated from ClickHouse."""
     return {
-        _identity(m): (m["value"], native.as_stored(m["valid_at"]), native.as_stored(m["created_at"]))
+        _identity(m): (
+            m["value"],
+            native.as_stored(m["valid_at"]),
+            native.as_stored(m["created_at"]),
+            tuple({part.lower() for subject, _, obj in m["triples"] for part in (subject, obj)}),
+        )
         for m in memory_rows
     }
 
@@ -1064,7 +1071,7 @@ def _key_ranges(params: dict, count: int) -> list[tuple[str, str | None]]:
     return list(zip(["", *bounds], [*bounds, None]))
 
 
-SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at")
+SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at", "triples")
 
 
 def _live_memory_columns(
