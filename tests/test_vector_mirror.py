@@ -651,3 +651,21 @@ def test_a_loaded_mirror_leaves_the_garbage_collector_nothing_to_walk_per_row(ba
     assert not [meta for meta in mirror.meta if gc.is_tracked(meta)]
     hit = agent.search("when does the canteen open").json["hits"][0]
     assert (hit["memory_key"], hit["tags"], hit["entities"]) == ("canteen", ["food"], ["Bo"])
+
+
+def test_the_entities_a_query_names_are_read_from_a_loaded_mirror(backend, agent, settings):
+    """A `standard` search starts its entity leg from the names in the query that a live row mentions (an entity, or
+    a triple's subject or object): a loaded mirror holding every row answers as entity_mentions does, unasked."""
+    triple = {"subject": "Gina", "relation": "badges_at", "object": "the front desk"}
+    agent.set(
+        {"memory_key": "numbers", "value": "the quarterly numbers are in", "entities": ["Acme Corp"]},
+        {"memory_key": "badge", "value": "badge in at the front desk", "triples": [triple]},
+    )
+    wait_for_mirror(agent)
+    query = "Did Acme Corp and Gina meet at the front desk?"
+    with clickhouse.recorded() as statements:
+        mirrored = agent.search(query, retrieval_budget="standard").json["query_entities"]
+    assert mirrored == ["acme corp", "gina", "the front desk"]
+    assert not [sql for sql in statements if "DISTINCT entity FROM entity_mentions" in " ".join(sql.split())]
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search(query, retrieval_budget="standard").json["query_entities"] == mirrored

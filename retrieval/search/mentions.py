@@ -56,23 +56,18 @@ def _in_mirrors(
     """The names some loaded mirror's rows hold: a one-word name by its word, a name of several words when one row
     holds them all (~4% of the dev split's questions name one; each cost a server ~18 ms of CPU), any name as an
     entity. And whether that is all of them: every mirror holds its whole namespace's words."""
-    if not vector_mirror.enabled():
-        return set(), False
-    mirrors = [vector_mirror.peek(org, namespace, model) for namespace in namespaces]
-    if any(mirror is None for mirror in mirrors):
-        return set(), False
     asked = [name_terms[0] if len(name_terms) == 1 else "\0" for name_terms in terms]
     asked += ["\0" + name.lower() for name in names]
-    answers = [mirror.mentions(asked) for mirror in mirrors]
-    held = [any(flags) for flags in zip(*(flags for flags, _ in answers))]
+    if (answer := vector_mirror.mentioned(org, namespaces, model, asked)) is None:
+        return set(), False
+    held, whole = answer
     count = len(names)
     found = {at for at in range(count) if (held[at] and asked[at] != "\0") or held[count + at]}
-    found |= {
-        at
-        for at, name_terms in enumerate(terms)
-        if at not in found and len(name_terms) > 1 and any(mirror.holding_all(name_terms) for mirror in mirrors)
-    }
-    return found, all(whole for _, whole in answers)
+    several = [at for at, name_terms in enumerate(terms) if at not in found and len(name_terms) > 1]
+    if several:
+        mirrors = [vector_mirror.peek(org, namespace, model) for namespace in namespaces]
+        found |= {at for at in several if any(mirror and mirror.holding_all(terms[at]) for mirror in mirrors)}
+    return found, whole
 
 
 def _in_clickhouse(org: str, namespaces: list[str], names: list[str], terms: list[list[str]]) -> set[int]:

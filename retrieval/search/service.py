@@ -270,7 +270,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     wanted = sorted({entity.lower() for entity in request.entity_filter})
     detect = "entity" in plan.legs or "graph" in plan.legs
     mentioned = set(wanted) | (set(entity_leg.mentioned_names(request.searched)) if detect else set())
-    present = set(entity_leg.known(scope.org, searched, sorted(mentioned))) if mentioned else set()  # one read
+    present = set(entity_leg.known(scope.org, searched, ctx.model, sorted(mentioned))) if mentioned else set()
     # entity_absent: not one of the filter's entities is in memory.
     missing = wanted if wanted and not present & set(wanted) else []
     # The entities whose summary reads like the question: named in other words ("the Berlin office").

@@ -872,6 +872,19 @@ def peek(org: str, namespace: str, model: str) -> Vectors | None:
         return _mirrors.get((clickhouse.target(), org, namespace, model))
 
 
+def mentioned(org: str, namespaces: list[str], model: str, words: list[str]) -> tuple[list[bool], bool] | None:
+    """Whether some live row of these namespaces holds each word (stemmed terms, or "\0" + a lowercased entity), by
+    their loaded mirrors, and whether that is the namespaces' whole answer (each mirror holds every live row's
+    words); None while the mirror is off or a namespace's is not loaded."""
+    if not enabled():
+        return None
+    mirrors = [peek(org, namespace, model) for namespace in namespaces]
+    if any(mirror is None for mirror in mirrors):
+        return None
+    answers = [mirror.mentions(words) for mirror in mirrors]
+    return [any(flags) for flags in zip(*(flags for flags, _ in answers))], all(whole for _, whole in answers)
+
+
 def _load_in_background(key: tuple[str, str, str, str]) -> None:
     target, org, namespace, model = key
     try:

@@ -2,15 +2,20 @@
 
 from retrieval.language import text
 from retrieval.search.legs import Context, matches, rows_to_hits
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, vector_mirror
 
 _EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>"
 
 
-def known(org: str, namespaces: list[str], names: list[str]) -> list[str]:
-    """Which of these (lowercased) names a live row of the namespaces mentions."""
+def known(org: str, namespaces: list[str], model: str, names: list[str]) -> list[str]:
+    """Which of these (lowercased) names a live row of the namespaces mentions: the loaded mirrors answer when they
+    hold every live row (a search of the `standard` budget asked ClickHouse this every time, ~9 in 10 of the LoCoMo
+    questions naming something), else one statement."""
     if not names:
         return []
+    held = vector_mirror.mentioned(org, namespaces, model, ["\0" + name for name in names])
+    if held is not None and held[1]:
+        return sorted({name for name, mentioned in zip(names, held[0]) if mentioned})
     rows = clickhouse.query_rows(
         """
         SELECT DISTINCT entity FROM entity_mentions FINAL
