@@ -1058,7 +1058,9 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         live = _live_memory_columns(org, namespace, keys=(low, high))
         # (A write under way may store a row's vector after the first read and its value before the second: its own
         # notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
-        unvectored = {RowId(namespace, *_identity(row)) for row in live} - {row_id(row) for row in rows}
+        # (A high-sensitivity row has no model: never embedded nor indexed, it names nothing to either check.)
+        unvectored = {RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]}
+        unvectored -= {row_id(row) for row in rows}
         mirror.add(rows, bool(chunked), shown_of(live), unvectored)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
@@ -1084,7 +1086,12 @@ def _key_ranges(params: dict, count: int) -> list[tuple[str, str | None]]:
     return list(zip(["", *bounds], [*bounds, None]))
 
 
-SHOWN_COLUMNS = ("memory_key", "agent", "session_id", "version", "value", "valid_at", "created_at", "triples")
+# What a hit shows of a row, and what the mirror's word counts need: the names its triples declare, whether it was
+# embedded at all (`embedding_model` is empty for a high-sensitivity row).
+SHOWN_COLUMNS = (
+    *("memory_key", "agent", "session_id", "version"),
+    *("value", "valid_at", "created_at", "triples", "embedding_model"),
+)
 
 
 def _live_memory_columns(
