@@ -669,3 +669,34 @@ def test_the_entities_a_query_names_are_read_from_a_loaded_mirror(backend, agent
     assert not [sql for sql in statements if "DISTINCT entity FROM entity_mentions" in " ".join(sql.split())]
     settings.LOOM_VECTOR_MIRROR = False
     assert agent.search(query, retrieval_budget="standard").json["query_entities"] == mirrored
+
+
+def test_the_entity_leg_reads_a_loaded_mirror_as_it_reads_entity_mentions(backend, agent, settings):
+    """The rows mentioning the query's entities (as entities, or a triple's subject or object), by how many of them
+    each mentions: the mirror's postings answer with no statement, hit for hit as entity_mentions does. (Graph mode
+    shows the entity signal: its `graph` component less the hop's and the triple's.)"""
+    from retrieval import knobs
+
+    triple = {"subject": "Gina", "relation": "badges_at", "object": "the front desk"}
+    agent.set(
+        {"memory_key": "both", "value": "the quarterly numbers are in", "entities": ["Acme Corp", "Gina"]},
+        {"memory_key": "triple", "value": "badge in at the front desk", "triples": [triple]},
+        {"memory_key": "one", "value": "the renewal was signed", "entities": ["ACME Corp"]},
+        {"memory_key": "none", "value": "the cafeteria serves soup on fridays"},
+    )
+    wait_for_mirror(agent)
+    query = "What did Acme Corp and Gina agree?"
+    fields = {"retrieval_budget": "standard", "search_mode": "graph", "explain": True, "min_similarity": 0, "top_k": 8}
+    with clickhouse.recorded() as statements:
+        mirrored = agent.search(query, **fields).json["hits"]
+    assert not [sql for sql in statements if "uniqExact(entity) AS matched" in sql]  # the entity leg's statement
+    parts = {hit["memory_key"]: hit["score_components"] for hit in mirrored}
+    entity = {
+        key: round((c["graph"] - knobs.GRAPH_HOP * c["graph_hop"] - knobs.GRAPH_TRIPLE * c["graph_triple"]), 6)
+        for key, c in parts.items()
+    }
+    assert entity == {
+        key: knobs.GRAPH_ENTITY * share for key, share in [("both", 1), ("triple", 0.5), ("one", 0.5), ("none", 0)]
+    }
+    settings.LOOM_VECTOR_MIRROR = False
+    assert agent.search(query, **fields).json["hits"] == mirrored

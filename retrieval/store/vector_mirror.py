@@ -112,8 +112,8 @@ class Vectors:
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
         # The lexical legs' index of the same rows (retrieval/search/legs/lexical.py, bm25.py): for each stemmed
-        # value word, the rows holding it and how often; for each word of value or key, the rows holding it; each
-        # row's value length. A row is appended once, when its words are first held; `worded` says which rows count
+        # value word, the rows holding it and how often; for each word of value or key and each entity, the rows
+        # holding it (the entity leg's too); each row's value length. A row is appended once, when its words are first held; `worded` says which rows count
         # now (live, words held), `live` which rows are live at all: a mirror answers the lexical legs while the
         # two agree.
         self.value_postings: dict[str, tuple[array, array]] = {}
@@ -188,10 +188,10 @@ class Vectors:
             return
         value = text.value_terms(self.shown[at][0])
         words = value.keys() | text.key_terms(self.ids[at].memory_key).keys()
-        if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
-            self._index(at, value, words)
         words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
         words |= {"\0" + name for name in self.shown[at][3]}
+        if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
+            self._index(at, value, words)
         if sign > 0:
             self.words.update(words)  # (counting an iterable is Counter's C loop; a mapping, a Python one)
         else:

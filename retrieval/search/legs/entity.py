@@ -1,7 +1,9 @@
 """Entity: rows naming the query's entities (the entity_filter, and known entities the query names)."""
 
+import numpy as np
+
 from retrieval.language import text
-from retrieval.search.legs import Context, matches, rows_to_hits
+from retrieval.search.legs import Context, matches, postings, rows_to_hits
 from retrieval.store import clickhouse, vector_mirror
 
 _EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>"
@@ -43,5 +45,17 @@ def mentioned_names(query: str, longest: int = 4) -> list[str]:
 def run(ctx: Context):
     if not ctx.entities:
         return []
+    count = len(ctx.entities)
+    held = postings.read(ctx, ["\0" + entity for entity in ctx.entities], "any")
+    if held is not None:  # the mirrors' postings of the entities: how many of them each row mentions, as below
+        return [
+            (rid, {"entity": matched / count}, None, None)
+            for rid, matched in postings.best(held, _once, ctx.plan.pool_size)
+        ]
     rows = matches(ctx, "entity_mentions", "entity", ctx.entities)
-    return rows_to_hits(rows, lambda r: {"entity": r["matched"] / len(ctx.entities)})
+    return rows_to_hits(rows, lambda r: {"entity": r["matched"] / count})
+
+
+def _once(entity: str, tf: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Each entity a row mentions counts 1 (an entity's postings hold a row once: a tf of 1)."""
+    return tf

@@ -1,5 +1,5 @@
 """The lexical legs' postings from the vector mirror, for a search it answers: what memory_terms and corpus_stats
-say of the namespaces' live rows, read with no statement.
+say of the namespaces' live rows, read with no statement (and the entity leg's: what entity_mentions says).
 
 Why: on the embedded engine each lexical leg's statement cost a hybrid search 20-40 ms at 1,000 rows (most of it
 the engine's own overhead per statement), numpy over the mirror's postings well under a millisecond. The legs keep
