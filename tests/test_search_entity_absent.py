@@ -77,8 +77,8 @@ def test_an_entity_mention_counts_even_when_the_text_does_not_say_it(backend, ag
 
 
 def test_a_name_a_triple_declares_counts_from_the_mirror_too(backend, agent):
-    """The subject of a declared triple is an entity mention, as the graph leg reads it; so is it for a loaded mirror
-    that answers the check alone."""
+    """The subject of a declared triple is an entity mention, as the graph leg reads it: for a loaded mirror that
+    answers the check alone too."""
     from tests.test_vector_mirror import wait_for_mirror
 
     triple = {"subject": "Gina", "relation": "badges_at", "object": "the front desk"}
