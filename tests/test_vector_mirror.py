@@ -692,7 +692,7 @@ def test_the_entity_leg_reads_a_loaded_mirror_as_it_reads_entity_mentions(backen
     assert not [sql for sql in statements if "uniqExact(entity) AS matched" in sql]  # the entity leg's statement
     parts = {hit["memory_key"]: hit["score_components"] for hit in mirrored}
     entity = {
-        key: round((c["graph"] - knobs.GRAPH_HOP * c["graph_hop"] - knobs.GRAPH_TRIPLE * c["graph_triple"]), 6)
+        key: round(c["graph"] - knobs.GRAPH_HOP * c["graph_hop"] - knobs.GRAPH_TRIPLE * c["graph_triple"], 6)
         for key, c in parts.items()
     }
     assert entity == {

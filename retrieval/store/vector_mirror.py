@@ -113,9 +113,9 @@ class Vectors:
         self.words: Counter = Counter()
         # The lexical legs' index of the same rows (retrieval/search/legs/lexical.py, bm25.py): for each stemmed
         # value word, the rows holding it and how often; for each word of value or key and each entity, the rows
-        # holding it (the entity leg's too); each row's value length. A row is appended once, when its words are first held; `worded` says which rows count
-        # now (live, words held), `live` which rows are live at all: a mirror answers the lexical legs while the
-        # two agree.
+        # holding it (the entity leg's too); each row's value length. A row is appended once, when its words are
+        # first held; `worded` says which rows count now (live, words held), `live` which rows are live at all: a
+        # mirror answers the lexical legs while the two agree.
         self.value_postings: dict[str, tuple[array, array]] = {}
         self.word_postings: dict[str, array] = {}
         self.doc_len = np.zeros(0, dtype=np.int32)
@@ -1139,11 +1139,11 @@ def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory
     with _lock:
         for model in {row["embedding_model"] for row in rows}:
             key = (clickhouse.target(), org, namespace, model)
+            if key not in _pending and _mirrors.get(key) is None:
+                continue
             stubs = [row_id(row) for row in rows if row["embedding_model"] == model and not row["embedding_dim"]]
             mine = [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]]
             chunked = any(chunk["embedding_model"] == model for chunk in chunks)
-            if key not in _pending and _mirrors.get(key) is None:
-                continue
             shown = shown if shown is not None else shown_of(memory_rows)
             if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
                 _pending[key].append(("add", (mine, chunked, shown, stubs)))
