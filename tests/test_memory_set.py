@@ -102,6 +102,27 @@ def test_a_batch_is_all_or_nothing(backend, alice, call):
     assert rows(alice.name, "fresh", "memory_embeddings") == []
 
 
+@pytest.mark.parametrize("backend", ["embedded", "server"], indirect=True)
+def test_a_batch_whose_chunks_fail_to_store_is_refused_and_nothing_of_it_is_served(backend, alice, call, settings):
+    """A side table's insert failing fails the batch before its `memories` rows, the commit point, are written: the
+    row is neither read nor searched (what vectors it left are no live row's), and the mirror never holds it."""
+    settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
+    token = alice.token("writer")
+    call("memory.set", {"memory_key": "seed", "value": "the quarterly migration plan is on track"}, token)
+    long = " ".join(f"sentence {i} about the quarterly migration plan." for i in range(30))
+    clickhouse.command("RENAME TABLE memory_chunks TO memory_chunks_away")
+    try:
+        reply = call("memory.set", {"items": [{"memory_key": "doc", "value": long}]}, token)
+    finally:
+        clickhouse.command("RENAME TABLE memory_chunks_away TO memory_chunks")
+    assert (reply.status, reply.error) == (500, "INTERNAL_ERROR")
+    assert call("memory.get", {"memory_key": "doc"}, token).status == 404
+    for mirrored in (True, False):  # the mirror's answer, and ClickHouse's
+        settings.LOOM_VECTOR_MIRROR = mirrored
+        hits = call("memory.search", {"query": "quarterly migration plan", "min_similarity": 0}, token).json["hits"]
+        assert [hit["memory_key"] for hit in hits] == ["seed"], mirrored
+
+
 def test_a_batch_stores_every_item(backend, alice, call):
     token = alice.token("writer")
     items = [{"memory_key": f"item.{i}", "value": f"value number {i}"} for i in range(50)]

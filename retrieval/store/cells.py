@@ -187,12 +187,14 @@ class Cells:
             cell[at] = start + near
         return cell, fit
 
-    def probed(self, vectors: np.ndarray) -> np.ndarray:
+    def probed(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's PROBES nearest fine centroids, looked for among those of its COARSE_PROBES nearest coarse
         cells: the comparison grows with the square root of the cells, not with the cells (every fine centroid
-        compared, and partitioned, cost ~60 ms a batch at a million rows here)."""
+        compared, and partitioned, cost ~60 ms a batch at a million rows here). And its own cell, as `cell_of`
+        places it: the nearest coarse cell is among those compared."""
         k = min(COARSE_PROBES, len(self.coarse))
-        coarse = _top(_fit(vectors, self.coarse), k)  # (vectors, k)
+        coarse_fits = _fit(vectors, self.coarse)
+        coarse = _top(coarse_fits, k)  # (vectors, k)
         sizes = np.diff(self.starts)
         width = int(sizes[coarse].max())
         fits = np.full((len(vectors), k, width), -np.inf, dtype=np.float32)  # a coarse cell's fine ones, padded
@@ -202,7 +204,10 @@ class Cells:
         probes = min(PROBES, int((fits > -np.inf).sum(axis=(1, 2)).min()))  # (few cells: all of them)
         top = _top(fits.reshape(len(vectors), k * width), probes)
         slots, offsets = np.divmod(top, width)
-        return self.starts[np.take_along_axis(coarse, slots, axis=1)] + offsets
+        lines = np.arange(len(vectors))
+        nearest = (coarse == coarse_fits.argmax(axis=1)[:, None]).argmax(axis=1)  # its slot
+        own = self.starts[coarse[lines, nearest]] + fits[lines, nearest].argmax(axis=1)
+        return self.starts[np.take_along_axis(coarse, slots, axis=1)] + offsets, own
 
     def blocks(self, vectors: np.ndarray, scopes: np.ndarray) -> tuple[Blocks, Blocks]:
         """What these vectors (of these write scopes: the mirror's codes, -1 for a scope with no row) read, of the
@@ -212,7 +217,7 @@ class Cells:
         (cell, scope, vector) read, each one number, and one search of each run's keys for all the blocks: no pass
         per block (~20 us each in Python, and a batch reads thousands once the cells outnumber its values' probes)."""
         count = len(vectors)
-        near = np.column_stack([self.probed(vectors), self.cell_of(vectors)[0], np.full(count, self.stray)])
+        near = np.column_stack([*self.probed(vectors), np.full(count, self.stray)])
         lines = np.repeat(np.arange(count), near.shape[1])
         known = scopes[lines] >= 0
         scoped = int(scopes.max()) + 1

@@ -112,12 +112,13 @@ class Vectors:
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
         # The lexical legs' index of the same rows (retrieval/search/legs/lexical.py, bm25.py): for each stemmed
-        # value word, the rows holding it and how often; for each word of value or key and each entity, the rows
-        # holding it (the entity leg's too); each row's value length. A row is appended once, when its words are
-        # first held; `worded` says which rows count now (live, words held), `live` which rows are live at all: a
-        # mirror answers the lexical legs while the two agree.
+        # value word, the rows holding it and how often; for each word of a key and each entity, the rows holding it
+        # beside those (the entity leg's too: a word a row's value holds is posted there only, half the appends a
+        # write makes); each row's value length. A row is appended once, when its words are first held; `worded`
+        # says which rows count now (live, words held), `live` which rows are live at all: a mirror answers the
+        # lexical legs while the two agree.
         self.value_postings: dict[str, tuple[array, array]] = {}
-        self.word_postings: dict[str, array] = {}
+        self.other_postings: dict[str, array] = {}
         self.doc_len = np.zeros(0, dtype=np.int32)
         self.posted = 0  # the postings' bytes
         self.worded = np.zeros(0, dtype=bool)
@@ -207,11 +208,19 @@ class Vectors:
                 posted = postings[term] = (array("i"), array("i"))
             posted[0].append(at)
             posted[1].append(tf)
-        for term in words:
-            if (posted := self.word_postings.get(term)) is None:
-                posted = self.word_postings[term] = array("i")
+        others = words - value.keys()
+        for term in others:
+            if (posted := self.other_postings.get(term)) is None:
+                posted = self.other_postings[term] = array("i")
             posted.append(at)
-        self.posted += 4 * (2 * len(value) + len(words))
+        self.posted += 4 * (2 * len(value) + len(others))
+
+    def _holding(self, term: str) -> np.ndarray:
+        """The rows whose value, key or entities hold a word, in no order. Under the lock."""
+        value, other = self.value_postings.get(term), self.other_postings.get(term, ())
+        if value is None:
+            return np.array(other, dtype=np.int64)
+        return np.concatenate([np.array(value[0], dtype=np.int64), np.array(other, dtype=np.int64)])
 
     def mentions(self, words: list[str]) -> tuple[list[bool], bool]:
         """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity), and
@@ -286,13 +295,12 @@ class Vectors:
                 return None
             found = {}
             for term in terms:
-                posted = (self.value_postings if field == "value" else self.word_postings).get(term)
-                if posted is None:
-                    continue
                 if field == "value":
+                    if (posted := self.value_postings.get(term)) is None:
+                        continue
                     rows, tfs = np.array(posted[0]), np.array(posted[1])
                 else:
-                    rows = np.array(posted)
+                    rows = self._holding(term)
                     tfs = np.ones(len(rows), dtype=rows.dtype)
                 held = worded[rows]
                 if held.any():
@@ -307,10 +315,10 @@ class Vectors:
             if self._worded() is None:
                 return None
             rows = None
-            for term in terms:  # a row is in a term's postings once
-                posted = np.asarray(self.word_postings.get(term, ()), dtype=np.int64)
+            for term in terms:  # a row holds a term once, in its value's postings or the others
+                posted = self._holding(term)
                 rows = posted if rows is None else np.intersect1d(rows, posted, assume_unique=True)
-            rows = rows[self.visible[rows]]
+            rows = np.sort(rows[self.visible[rows]])  # in the order they were held
             return [(self.ids[at], self.meta[at]) for at in rows.tolist()]
 
     def values_holding(self, terms: list[str], most: int) -> dict[str, list[tuple[RowId, str]]] | None:
