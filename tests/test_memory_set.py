@@ -121,6 +121,9 @@ def test_a_batch_whose_chunks_fail_to_store_is_refused_and_nothing_of_it_is_serv
         settings.LOOM_VECTOR_MIRROR = mirrored
         hits = call("memory.search", {"query": "quarterly migration plan", "min_similarity": 0}, token).json["hits"]
         assert [hit["memory_key"] for hit in hits] == ["seed"], mirrored
+    # The table back, the same write stores its chunks: nothing of the failure is remembered.
+    again = call("memory.set", {"memory_key": "doc", "value": long}, token)
+    assert again.status == 201 and again.json["chunks"] > 1, again.json
 
 
 def test_a_batch_stores_every_item(backend, alice, call):

@@ -455,15 +455,19 @@ _types: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def column_types(table: str) -> dict[str, str]:
-    """A table's column types, read once per engine (schema.apply forgets them)."""
+    """A table's column types, read once per engine (schema.apply forgets them). A table the engine does not hold
+    now is refused, not remembered as having no columns: every later insert into it would fail once it is back."""
     key = (target(), table)
     if key not in _types:
-        _types[key] = dict(
+        types = dict(
             query_rows(
                 "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {table:String}",
                 {"db": database(), "table": table},
             )
         )
+        if not types:
+            raise ClickHouseError(f"the engine holds no table {database()}.{table}")
+        _types[key] = types
     return _types[key]
 
 
