@@ -22,5 +22,6 @@ class RetrievalConfig(AppConfig):
         post_migrate.connect(_apply_clickhouse_schema, sender=self, dispatch_uid="loom-clickhouse-schema")
         # A write batch allocates thousands of containers that die with it; at the collector's default threshold (700
         # allocations) they lived through young collections, were promoted, and brought a full collection (which walks
-        # every vector mirror's row ids) every ~14 batches: 22.7 ms a batch at 150k-250k rows, 2.7 ms with this one.
+        # every vector mirror's row ids) every ~14 batches: ~23 ms a batch at 120k-250k rows, ~3 ms with this one
+        # (docs/benchmarks.md).
         gc.set_threshold(50_000, 20, 10)
