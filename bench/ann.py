@@ -40,7 +40,7 @@ from tests.synthetic import DIM, mirror, unit, vectors
 TOP = 10
 INDEX = f"vector_similarity('hnsw', 'cosineDistance', {DIM}, 'bf16', 32, 128)"
 SEARCH = """
-    SELECT id FROM ann_rows ORDER BY cosineDistance(v, {q:Array(Float32)}) LIMIT 10
+    SELECT id FROM ann_rows ORDER BY cosineDistance(v, {q:Array(Float32)}) LIMIT {top:UInt32}
     SETTINGS hnsw_candidate_list_size_for_search = {search_list:UInt64}, use_skip_indexes = {indexed:UInt8}
 """
 
@@ -74,7 +74,7 @@ def measure(label: str, stored: np.ndarray, queries: np.ndarray, search_lists: l
     for name, settings in reads:
         times, found = [], []
         for query in queries:
-            took, rows = timed(clickhouse.query_rows, SEARCH, {"q": query, **settings})
+            took, rows = timed(clickhouse.query_rows, SEARCH, {"q": query, "top": TOP, **settings})
             times.append(took)
             found.append([row[0] for row in rows])
         report(label, len(stored), name, times, recall(found, exact), build if settings["indexed"] else None)
