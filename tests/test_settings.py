@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from loom_site import env
 from retrieval import knobs
 
@@ -51,3 +53,24 @@ def test_every_setting_read_is_documented_here_or_is_a_ranking_knob():
     undocumented = {read.name for read in env.READS.values() if read.doc is None}
     assert undocumented == {knob.name for knob in knobs.SETTINGS}
     assert all(read.doc for read in env.READS.values() if read.doc is not None), "a setting documented as empty"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="BLAS has one thread on a one-core machine anyway")
+@pytest.mark.parametrize("exported, threads", [({}, "1"), ({"OPENBLAS_NUM_THREADS": "2"}, "2")])
+def test_the_app_holds_blas_to_one_thread_unless_the_operator_set_it(exported, threads):
+    probe = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'tests.settings'; django.setup();"
+        "from threadpoolctl import threadpool_info;"
+        "print(*{lib['num_threads'] for lib in threadpool_info() if lib['user_api'] == 'blas'})"
+    )
+    environ = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    shown = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env={**environ, **exported},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert shown == [threads]
