@@ -371,6 +371,34 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
     assert built.nearest(copies[:2], new_keys[:2], [("other", "", "", "", "fact")] * 2) == [None, None]
 
 
+def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_cells():
+    """The gates' cells (retrieval/store/cells.py) read, for each value, the PROBES fine centroids nearest it among
+    those of its COARSE_PROBES nearest coarse cells, and the cell it would be placed in: compared with every
+    candidate at once, here in a plain loop."""
+    import numpy as np
+
+    from retrieval.store import cells as cells_module
+    from tests.synthetic import unit, vectors
+
+    rng = np.random.default_rng(5)
+    # Topics of subtopics: a value's nearest fine centroids are mostly its topic's, in one coarse cell of many.
+    topics = rng.standard_normal((12, 384)).astype(np.float32)
+    subtopics = topics[np.arange(240) % 12] + 0.5 * rng.standard_normal((240, 384)).astype(np.float32)
+    rows = unit(subtopics[rng.integers(0, 240, 60_000)] + 0.3 * rng.standard_normal((60_000, 384)).astype(np.float32))
+    codes, scales, scopes = np.zeros(rows.shape, dtype=np.int8), np.ones(60_000, dtype=np.float32), np.zeros(60_000)
+    cells = cells_module.Cells.trained(rows, codes, scales, scopes.astype(np.int32))  # (codes: probes never read them)
+    sizes = np.diff(cells.starts)
+    assert len(cells.coarse) > cells_module.COARSE_PROBES and sizes.min() < sizes.max()  # coarse cells of unequal sizes
+    queries = np.concatenate([vectors(150, rng), rows[:150]])  # new values, and values near rows' cells
+    probes, own = cells.probed(queries)
+    assert (own == cells.cell_of(queries)[0]).all()
+    for query, found in zip(queries, probes):
+        coarse = np.argsort(-cells_module._fit(query[None], cells.coarse)[0])[: cells_module.COARSE_PROBES]
+        candidates = np.concatenate([np.arange(cells.starts[c], cells.starts[c + 1]) for c in coarse])
+        fits = cells_module._fit(query[None], cells.fine[candidates])[0]
+        assert set(found.tolist()) == set(candidates[np.argsort(-fits)[: cells_module.PROBES]].tolist())
+
+
 @EVERY_BLOCK_ONE_WAY
 @pytest.mark.parametrize("recent_share", [10.0, 0.0], ids=["recent", "merged"])
 def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(
