@@ -385,8 +385,8 @@ def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_c
     topics = rng.standard_normal((12, 384)).astype(np.float32)
     subtopics = topics[np.arange(240) % 12] + 0.5 * rng.standard_normal((240, 384)).astype(np.float32)
     rows = unit(subtopics[rng.integers(0, 240, 60_000)] + 0.3 * rng.standard_normal((60_000, 384)).astype(np.float32))
-    codes, scales, scopes = np.zeros(rows.shape, dtype=np.int8), np.ones(60_000, dtype=np.float32), np.zeros(60_000)
-    cells = cells_module.Cells.trained(rows, codes, scales, scopes.astype(np.int32))  # (codes: probes never read them)
+    codes, scales = np.zeros(rows.shape, dtype=np.int8), np.ones(60_000, dtype=np.float32)  # probes never read them
+    cells = cells_module.Cells.trained(rows, codes, scales, np.zeros(60_000, dtype=np.int32))
     sizes = np.diff(cells.starts)
     assert len(cells.coarse) > cells_module.COARSE_PROBES and sizes.min() < sizes.max()  # coarse cells of unequal sizes
     queries = np.concatenate([vectors(150, rng), rows[:150]])  # new values, and values near rows' cells
