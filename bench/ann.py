@@ -14,22 +14,12 @@ searched with those of others held out (bench/real_vectors.py): random vectors f
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-ann-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-ann-")
 
 import numpy as np
 

@@ -8,22 +8,12 @@ from the installed packages; its load time is reported too.
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-embed-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-embed-")
 
 from locomo import corpus
 

@@ -10,29 +10,20 @@ baseline, timed in the same run: `SELECT 1`, a statement that reads nothing. Med
 
 import argparse
 import hashlib
-import os
 import statistics
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-cache-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-cache-")
 
 import numpy as np
 
 from retrieval.store import clickhouse
 from retrieval.store.schema import migrations
 from tests.chserver import Server
+from tests.scratch import scratch_dir
 
 LOOKUP = "SELECT vector FROM {table} WHERE key = {{key:String}} AND length(vector) = {{dim:UInt32}} LIMIT 1"
 

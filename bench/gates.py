@@ -16,22 +16,12 @@ too, and the share of all rows whose verdict (duplicate, conflict, none: by the 
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-gates-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-gates-")
 
 import numpy as np
 from django.conf import settings

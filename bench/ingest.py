@@ -29,22 +29,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import ROOT, django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-")
 
 from retrieval.ingest import write
 from retrieval.store import clickhouse, schema, vector_mirror
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 from tenancy.roles import Role
+from tests.scratch import scratch_dir
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev" / "memories.jsonl"
 

@@ -22,22 +22,12 @@ pool, reading its head's text, the round trip), not a reranker's own latency.
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tests.scratch import scratch_dir
+from scratch_django import django_on_scratch
 
-os.environ["LOOM_VAR_DIR"] = scratch_dir("loom-bench-search-")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
-
-import django
-
-django.setup()
+django_on_scratch("loom-bench-search-")
 
 import numpy as np
 from django.conf import settings
@@ -51,6 +41,7 @@ from retrieval.search.plan import SearchRequest
 from retrieval.store import clickhouse, schema, vector_mirror
 from tenancy.access import Scope
 from tenancy.roles import Role
+from tests.scratch import scratch_dir
 
 
 def load(scope: Scope, size: int, turns: list[str]) -> None:
