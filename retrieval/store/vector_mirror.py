@@ -523,7 +523,7 @@ class Vectors:
             else:
                 query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
                 merged, recent = cells.blocks(vectors, codes)
-                pairs = []
+                few_lines, few_rows, few_scores = [], [], []
                 for read in merged, recent:
                     sizes = read.end - read.start
                     few = read.count * sizes <= FEW_PAIRS  # blocks of few (value, row) pairs: scored together below
@@ -531,27 +531,36 @@ class Vectors:
                         *(part[~few].tolist() for part in (read.start, read.end, read.first, read.count))
                     ):
                         group, members = read.readers[first : first + count], read.members[start:end]
-                        # The merged rows' codes are a slice of the cells'; the recent rows' are the mirror's.
-                        if read is merged:
-                            block, scales = cells.codes[start:end], cells.scales[start:end]
-                        else:
-                            block, scales = self.codes[members], self.scales[members]
+                        block, scales = self._codes_of(read is merged, cells, slice(start, end), members)
                         # In place, in float32: a batch compares up to millions of (row, member) pairs here.
                         approx = _cdist(query_codes[group], block, metric="dot")
                         approx *= scales
                         np.copyto(approx, -np.inf, where=~live[members])
                         _candidates(group, members, approx, lines, rows)
-                    pairs.append(_pairs(read, few))
-                # The blocks of few pairs: their live rows' codes gathered from the mirror, each pair scored once.
-                few_lines, few_rows = (np.concatenate(part) for part in zip(*pairs))
-                kept = live[few_rows]  # (a retired row keeps its place in its cell)
-                few_lines, few_rows = few_lines[kept], few_rows[kept]
-                if len(few_rows):  # (simsimd refuses empty arrays)
-                    approx = simsimd.dot(self.codes[few_rows], query_codes[few_lines])
-                    best = _two_best(few_lines, np.asarray(approx) * self.scales[few_rows])
+                    # The blocks of few pairs: their live rows' codes gathered, each pair scored once.
+                    pair_lines, places = _pairs(read, few)
+                    pair_rows = read.members[places]
+                    kept = live[pair_rows]  # (a retired row keeps its place in its cell)
+                    if kept.any():  # (simsimd refuses empty arrays)
+                        pair_lines, places, pair_rows = pair_lines[kept], places[kept], pair_rows[kept]
+                        block, scales = self._codes_of(read is merged, cells, places, pair_rows)
+                        few_scores.append(np.asarray(simsimd.dot(block, query_codes[pair_lines])) * scales)
+                        few_lines.append(pair_lines)
+                        few_rows.append(pair_rows)
+                if few_lines:
+                    few_lines, few_rows = np.concatenate(few_lines), np.concatenate(few_rows)
+                    best = _two_best(few_lines, np.concatenate(few_scores))
                     lines.append(few_lines[best])
                     rows.append(few_rows[best])
             return self._best(vectors, keys, lines, rows)
+
+    def _codes_of(self, merged: bool, cells: Cells, places, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The codes and scales of rows a batch reads: the merged rows' from the cells (`places` in their run, where
+        a block's rows are side by side: gathering them from the mirror's write order cost a random read a row, ~11%
+        of a batch at 1M rows), the recent rows' from the mirror (`rows`)."""
+        if merged:
+            return cells.codes[places], cells.scales[places]
+        return self.codes[rows], self.scales[rows]
 
     def _best(
         self, vectors: np.ndarray, keys: list[str], lines: list, rows: list
@@ -669,14 +678,14 @@ def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def _pairs(read: Blocks, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (line, row) pair of the `chosen` blocks: each of a block's readers with each of its rows; in one pass
-    over all of them."""
+    """Every (line, place) pair of the `chosen` blocks: each of a block's readers with each of its rows' places in
+    the run (`read.members[place]` is the row); in one pass over all of them."""
     first, count, start = read.first[chosen], read.count[chosen], read.start[chosen]
     size = read.end[chosen] - start
     pairs = count * size
     block = np.repeat(np.arange(len(pairs)), pairs)
     within = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)  # a pair's place in its block
-    return read.readers[first[block] + within // size[block]], read.members[start[block] + within % size[block]]
+    return read.readers[first[block] + within // size[block]], start[block] + within % size[block]
 
 
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
