@@ -2,7 +2,10 @@
 
 import pytest
 
+from retrieval.ingest import write, write_gates
 from retrieval.store import clickhouse
+from tenancy.access import Scope
+from tenancy.roles import Role
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
@@ -124,6 +127,32 @@ def test_a_batch_whose_chunks_fail_to_store_is_refused_and_nothing_of_it_is_serv
     # The table back, the same write stores its chunks: nothing of the failure is remembered.
     again = call("memory.set", {"memory_key": "doc", "value": long}, token)
     assert again.status == 201 and again.json["chunks"] > 1, again.json
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_a_batch_whose_gates_fail_is_refused_though_its_terms_were_stored_beside_them(
+    backend, alice, call, settings, monkeypatch
+):
+    """The new versions' terms are stored while the gates judge: a judgement that fails leaves them, but no row
+    (`memories` is written last), so neither search reads the value; the gates' error is the one raised."""
+    token = alice.token("writer")
+    call("memory.set", {"memory_key": "seed", "value": "the quarterly migration plan is on track"}, token)
+
+    def broken(scope, plans):
+        raise RuntimeError("the gates failed")
+
+    monkeypatch.setattr(write_gates, "judge", broken)
+    with pytest.raises(RuntimeError, match="the gates failed"):
+        write.set_memories(
+            Scope(org=alice.name, namespace="default", role=Role.WRITER, subject="test"),
+            [write.MemoryInput(memory_key="doc", value="the zeppelin migration plan is late")],
+        )
+    assert {row["field"] for row in rows(alice.name, "doc", "memory_terms")} == {"key", "value"}
+    assert call("memory.get", {"memory_key": "doc"}, token).status == 404
+    for mirrored in (True, False):
+        settings.LOOM_VECTOR_MIRROR = mirrored
+        hits = call("memory.search", {"query": "zeppelin migration plan", "min_similarity": 0}, token).json["hits"]
+        assert [hit["memory_key"] for hit in hits] == ["seed"], mirrored
 
 
 def test_a_batch_stores_every_item(backend, alice, call):

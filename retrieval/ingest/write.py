@@ -2,13 +2,15 @@
 
 A batch is judged whole before anything is stored (pinned rows, sensitivity,
 embeddings), then written table by table with `memories` last, so a row that
-`memory.get` serves has its vectors, chunks and terms in place. Each
+`memory.get` serves has its vectors, chunks and terms in place (its chunks,
+terms and entity graph are stored while the write gates judge it). Each
 identity's writes are serialised within the process by a striped lock.
 """
 
 import logging
 import threading
 import zlib
+from concurrent import futures
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
@@ -134,8 +136,15 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         if not _embed(scope, plans):
             for plan in plans:
                 plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
-        write_gates.judge(scope, plans)
-        _store(scope, plans)
+        # The new versions' chunks, terms and entity graph hold nothing the gates decide: they are stored while the
+        # gates judge (the engine works beside the gates' Python). No reader serves them before `memories` holds
+        # their version, which is stored last, as before.
+        stored = clickhouse.beside(_store_new_side_rows, plans)
+        try:
+            write_gates.judge(scope, plans)
+        finally:
+            futures.wait([stored])  # nothing of the batch left running once its locks are released
+        _store(scope, plans, stored.result())
     return [plan.result for plan in plans]
 
 
@@ -335,27 +344,33 @@ def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None
     return out
 
 
-def _store(scope: Scope, plans: list[_Plan]) -> None:
+def _store_new_side_rows(plans: list[_Plan]) -> list[dict]:
+    """Store the new versions' chunks, terms and entity graph; returns the chunk rows (the mirror is told of them)."""
+    chunks, terms, graph = [], [], _Graph()
+    for plan in plans:
+        row = plan.row
+        if row and row["embedding_model"]:
+            chunks += _chunk_rows(plan, row["revision"], row["updated_at"])
+            terms += _term_input(row, ACTIVE, +1, row["revision"])
+            graph.add(row, row["updated_at"])
+    clickhouse.insert("memory_chunks", chunks)
+    clickhouse.insert("term_input", terms)
+    graph.insert()
+    return chunks
+
+
+def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
+    """The rest of the batch, once `_store_new_side_rows` stored these chunks: vectors, the superseded versions'
+    retirement, and `memories` last."""
     changed = [plan for plan in plans if plan.row]
     if not changed:
         return
     now = changed[0].row["updated_at"]
     revision = next_version()
-    chunks, terms, graph = [], [], _Graph()
-    for plan in changed:
-        row = plan.row
-        if row["embedding_model"]:
-            chunks += _chunk_rows(plan, row["revision"], now)
-            terms += _term_input(row, ACTIVE, +1, row["revision"])
-            graph.add(row, now)
-        if plan.previous:
-            terms += _term_input(plan.previous, SUPERSEDED, -1, revision)
     retired = [plan.previous for plan in changed if plan.previous]
     embeddings = [_embedding_row(plan, plan.row["revision"], now) for plan in changed if plan.row["embedding_model"]]
     clickhouse.insert("memory_embeddings", embeddings)
-    clickhouse.insert("memory_chunks", chunks)
-    clickhouse.insert("term_input", terms)
-    graph.insert()
+    clickhouse.insert("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)])
     retire_side_rows(scope, retired, SUPERSEDED, revision)
     superseded = [
         {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}

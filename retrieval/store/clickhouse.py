@@ -101,14 +101,20 @@ def on_the_side(fn, *args) -> Future:
     try:
         done.set_result(fn(*args))
     except _Statement:
-        return _side.submit(
-            _pinned, target(), getattr(_local, "recording", None), getattr(_local, "budget", None), fn, args
-        )
+        return beside(fn, *args)
     except Exception as exc:  # raised by `result()`, as from a worker thread
         done.set_exception(exc)
     finally:
         _local.in_line = previous
     return done
+
+
+def beside(fn, *args) -> Future:
+    """`fn(*args)` in a worker thread, against the engine this thread uses (into its recording, within its request's
+    budget): statements that run while the caller works on."""
+    return _side.submit(
+        _pinned, target(), getattr(_local, "recording", None), getattr(_local, "budget", None), fn, args
+    )
 
 
 @contextmanager
