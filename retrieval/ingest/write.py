@@ -117,12 +117,14 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
             scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
         ),
     ):
-        current = _active_rows(scope, {item.memory_key for item in items})
+        # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
+        reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
+        levels = [sensitivity.effective(item.sensitivity, item.value) for item in items]
+        current = reading.result()
         now = datetime.now(UTC)
         plans = []
-        for index, item in enumerate(items):
+        for index, (item, (level, reason)) in enumerate(zip(items, levels)):
             previous = current.get(item.identity)
-            level, reason = sensitivity.effective(item.sensitivity, item.value)
             changes = previous is None or not _unchanged(previous, item, level)
             if previous and previous["pinned"] and changes and not overwrite_pinned:
                 where = f"items[{index}].memory_key" if len(items) > 1 else "memory_key"
