@@ -74,6 +74,7 @@ def test_the_mirror_answers_the_lexical_legs_as_the_postings_do(backend, agent, 
         {"memory_key": "again", "value": "production deploys run on tuesday"},  # the write gates' duplicate
         {"memory_key": "k\u00e9", "value": "deploys run nightly on tuesday at two"},  # ties break by name as stored
         {"memory_key": "old", "value": "deploys ran on mondays"},
+        {"memory_key": "loud", "value": "deploys, deploys and more deploys on fridays"},  # a term's frequency counts
     )
     agent.set({"memory_key": "old", "value": "deploys now run on wednesdays"})  # supersedes
     agent.call("memory.delete", {"memory_key": "k03"}, agent.token)

@@ -117,7 +117,7 @@ class Vectors:
         # write makes); each row's value length. A row is appended once, when its words are first held; `worded`
         # says which rows count now (live, words held), `live` which rows are live at all: a mirror answers the
         # lexical legs while the two agree.
-        self.value_postings: dict[str, tuple[array, array]] = {}
+        self.value_postings: dict[str, array] = {}
         self.other_postings: dict[str, array] = {}
         self.doc_len = np.zeros(0, dtype=np.int32)
         self.posted = 0  # the postings' bytes
@@ -185,42 +185,43 @@ class Vectors:
     def _count(self, at: int, sign: int) -> None:
         """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
         ClickHouse when asked for, so a name it alone holds is found there)."""
-        if self.shown[at] is None or self.worded[at] == (sign > 0):
+        shown = self.shown[at]
+        if shown is None or self.worded[at] == (sign > 0):
             return
-        value = text.value_terms(self.shown[at][0])
-        words = value.keys() | text.key_terms(self.ids[at].memory_key).keys()
-        words |= {"\0" + entity.lower() for entity in self.meta[at]["entities"]}
-        words |= {"\0" + name for name in self.shown[at][3]}
+        value = text.value_terms(shown[0])
+        # The row's other words: its key's beside its value's, its entities and the names its triples declare.
+        others = text.key_terms(self.ids[at].memory_key).keys() - value.keys()
+        if (entities := self.meta[at]["entities"]) or shown[3]:
+            others |= {"\0" + entity.lower() for entity in entities} | {"\0" + name for name in shown[3]}
         if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
-            self._index(at, value, words)
-        if sign > 0:
-            self.words.update(words)  # (counting an iterable is Counter's C loop; a mapping, a Python one)
+            self._index(at, value, others)
+            # (counting an iterable is Counter's C loop; a mapping, a Python one)
+            self.words.update(value.keys())
+            self.words.update(others)
         else:
-            self.words.subtract(words)
+            self.words.subtract(value.keys())
+            self.words.subtract(others)
         self.worded[at] = sign > 0
 
-    def _index(self, at: int, value: Counter, words: set[str]) -> None:
+    def _index(self, at: int, value: Counter, others: set[str]) -> None:
         """Append a row to the lexical postings, as the write path's term_input rows make memory_terms."""
         self.doc_len[at] = sum(value.values())
         postings = self.value_postings  # (no setdefault: it would build its default arrays for every term)
+        shifted = at << TF_BITS
         for term, tf in value.items():
             if (posted := postings.get(term)) is None:
-                posted = postings[term] = (array("i"), array("i"))
-            posted[0].append(at)
-            posted[1].append(tf)
-        others = words - value.keys()
+                posted = postings[term] = array("q")
+            posted.append(shifted | (tf if tf < MAX_TF else MAX_TF))
         for term in others:
             if (posted := self.other_postings.get(term)) is None:
                 posted = self.other_postings[term] = array("i")
             posted.append(at)
-        self.posted += 4 * (2 * len(value) + len(others))
+        self.posted += 8 * len(value) + 4 * len(others)
 
     def _holding(self, term: str) -> np.ndarray:
         """The rows whose value, key or entities hold a word, in no order. Under the lock."""
-        value, other = self.value_postings.get(term), self.other_postings.get(term, ())
-        if value is None:
-            return np.array(other, dtype=np.int64)
-        return np.concatenate([np.array(value[0], dtype=np.int64), np.array(other, dtype=np.int64)])
+        value, other = self.value_postings.get(term, ()), self.other_postings.get(term, ())
+        return np.concatenate([np.array(value, dtype=np.int64) >> TF_BITS, np.array(other, dtype=np.int64)])
 
     def mentions(self, words: list[str]) -> tuple[list[bool], bool]:
         """Whether some live row holds each of these words (stemmed terms, or "\0" + a lowercased entity), and
@@ -298,7 +299,8 @@ class Vectors:
                 if field == "value":
                     if (posted := self.value_postings.get(term)) is None:
                         continue
-                    rows, tfs = np.array(posted[0]), np.array(posted[1])
+                    packed = np.array(posted, dtype=np.int64)
+                    rows, tfs = packed >> TF_BITS, packed & MAX_TF
                 else:
                     rows = self._holding(term)
                     tfs = np.ones(len(rows), dtype=rows.dtype)
@@ -330,7 +332,7 @@ class Vectors:
             found = {}
             for term in terms:
                 posted = self.value_postings.get(term)
-                rows = np.array(posted[0] if posted else [], dtype=np.int64)
+                rows = np.array(posted if posted else [], dtype=np.int64) >> TF_BITS
                 rows = rows[worded[rows]]
                 step = max(1, -(-len(rows) // most))  # ceil: 1 while the rows fit
                 found[term] = [(self.ids[at], self.shown[at][0]) for at in rows[::step].tolist()]
@@ -619,6 +621,11 @@ class Postings:
 # with the other such blocks' pairs in one pass: a pass of its own costs ~45 us whatever its size, and at 300k rows in
 # 40 sessions a 500-row batch reads ~3,000 blocks of a few rows each (bench/gates.py --sessions 40).
 FEW_PAIRS = 128
+
+# A value posting is one number: the row's position, shifted, and the term's frequency in it, capped as memory_terms
+# caps it (UInt16): one append a term where two arrays took two, and a write appends ~40 a row.
+TF_BITS = 16
+MAX_TF = (1 << TF_BITS) - 1
 
 BITS_CHECK_QUERIES = 64
 BITS_CHECK_FLOOR = 0.99
