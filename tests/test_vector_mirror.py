@@ -218,6 +218,44 @@ def test_writes_made_while_the_mirror_loads_are_applied_on_top_of_it(backend, ag
     ]
 
 
+def test_a_loaded_mirror_serves_its_vectors_while_it_counts_its_words(backend, agent, settings, monkeypatch):
+    """A load's vectors serve searches as soon as they are in; its rows' words (the lexical legs' postings) are counted
+    after, the lexical legs reading ClickHouse meanwhile, with the same answers. A row written meanwhile is counted
+    as it comes, and one retired meanwhile is never counted in."""
+    import threading
+
+    settings.LOOM_VECTOR_MIRROR = False  # no load before every row is in
+    agent.set(*ROWS)
+    fields = {"search_mode": "hybrid", "explain": True}
+    scanned = answers(agent, **fields)
+    settings.LOOM_VECTOR_MIRROR = True
+    counting, go, count_words = threading.Event(), threading.Event(), vector_mirror.Vectors.count_words
+
+    def paused(mirror, rows):
+        counting.set()
+        go.wait(30)
+        count_words(mirror, rows)
+
+    monkeypatch.setattr(vector_mirror.Vectors, "count_words", paused)
+    org = agent_org(agent)
+    agent.search("start the load")
+    assert counting.wait(30) and not vector_mirror.loaded(org, agent.namespace, "fake-ngram-384")
+    with clickhouse.recorded() as statements:
+        assert answers(agent, **fields) == scanned
+        assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "mirror"
+    assert [statement for statement in statements if "memory_terms" in statement]
+    agent.set({"memory_key": "during", "value": "the quarterly offsite is in lisbon"})
+    agent.call("memory.delete", {"memory_key": "k03"}, agent.token)
+    go.set()
+    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
+    with clickhouse.recorded() as statements:
+        lisbon = agent.search("quarterly offsite lisbon", **fields, min_similarity=0).json["hits"]
+        nightly = agent.search("backups nightly", **fields, min_similarity=0, top_k=10).json["hits"]
+    assert not [statement for statement in statements if "memory_terms" in statement]
+    assert lisbon[0]["memory_key"] == "during" and lisbon[0]["score_components"]["lexical"] > 0
+    assert "k03" not in [hit["memory_key"] for hit in nightly]
+
+
 def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agent, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 150

@@ -12,7 +12,8 @@ server other processes write too, so a search first reads what reached the
 engine since its last read (`sync`: the vector rows by their engine-stamped
 `inserted_at`), and an acknowledged write anywhere is in every process's next
 search. A namespace's first search starts loading it in the background and
-is itself answered by ClickHouse, as is every search until the load is done;
+is itself answered by ClickHouse, as is every search until the load is done
+(its vectors serve from then; its lexical legs once its words are counted, after);
 notices that arrive during the load are kept and applied on top of it, in
 order (adding is idempotent, retiring one-way), so no write falls between the
 load and the notices. A search whose filters narrow the set, or that replays
@@ -58,6 +59,7 @@ _lock = threading.Lock()
 _mirrors: dict[tuple[str, str, str, str], "Vectors | None"] = {}  # None: too large to mirror
 _keyed: set[tuple[str, str, str, str]] = set()  # the namespaces whose mirrors hold key vectors (`get`)
 _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
+_counting: set[tuple[str, str, str, str]] = set()  # loaded, serving vectors, still counting its words (`count_words`)
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
 
 
@@ -129,17 +131,32 @@ class Vectors:
         self.training = threading.Lock()
 
     def add(
-        self, rows: list[dict], chunked: bool = False, shown: dict | None = None, unvectored: Iterable[RowId] = ()
+        self,
+        rows: list[dict],
+        chunked: bool = False,
+        shown: dict | None = None,
+        unvectored: Iterable[RowId] = (),
+        words: bool = True,
     ) -> None:
         """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each;
-        `unvectored`: live rows the same write or read found without a vector."""
+        `unvectored`: live rows the same write or read found without a vector. Without `words` (a load), the new rows'
+        words are left for `count_words`."""
         with self.lock:  # (a row held here has its vector: a delta may see its stub again after the vector came)
             self.unvectored.update(rid for rid in unvectored if rid not in self.position)
             self.unvectored.difference_update(row_id(row) for row in rows)
-            self._add(rows, shown or {})
+            self._add(rows, shown or {}, words)
             self.chunked = self.chunked or chunked
 
-    def _add(self, rows: list[dict], shown: dict) -> None:
+    def count_words(self, rows: int) -> None:
+        """Count in the words of the first `rows` rows (those a load added without them), WORDS_STEP rows at a time
+        under the lock: a search or a write waits for a step, not for all. Until the last step the lexical legs and
+        the entity check read ClickHouse (`_worded`), as for any row whose words are not held."""
+        for start in range(0, rows, WORDS_STEP):
+            with self.lock:
+                for at in np.flatnonzero(self.live[start : min(start + WORDS_STEP, rows)]).tolist():
+                    self._count(start + at, +1)
+
+    def _add(self, rows: list[dict], shown: dict, words: bool = True) -> None:
         fresh = []
         for row in rows:
             at = self.position.get(rid := row_id(row))
@@ -180,7 +197,8 @@ class Vectors:
             self.revisions.append(row["revision"])
             self.meta.append(_meta(row))
             self.shown.append(shown.get(_identity(row)))
-            self._count(at, +1)
+            if words:
+                self._count(at, +1)
 
     def _count(self, at: int, sign: int) -> None:
         """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
@@ -622,6 +640,9 @@ class Postings:
 # 40 sessions a 500-row batch reads ~3,000 blocks of a few rows each (bench/gates.py --sessions 40).
 FEW_PAIRS = 128
 
+# Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
+WORDS_STEP = 2_000
+
 # A value posting is one number: the row's position, shifted, and the term's frequency in it, capped as memory_terms
 # caps it (UInt16): one append a term where two arrays took two, and a write appends ~40 a row.
 TF_BITS = 16
@@ -918,6 +939,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
             mirror = _load(org, namespace, model, True)
         if mirror is not None:
             mirror._gate_cells()  # a large namespace's first write batch then finds them trained
+        loaded_rows = 0 if mirror is None else len(mirror.ids)  # held without their words (the notices bring theirs)
     except Exception as exc:  # the scan keeps answering; the next search tries again
         log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
         with _lock:
@@ -935,6 +957,16 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
                 mirror.retire(items)
         _mirrors[key], _used[key] = _within_cap(mirror), time.monotonic()
         _within_budget(key)
+        if _mirrors[key] is None:
+            return
+        _counting.add(key)
+    # Its vectors serve searches and the write gates from now; its words (the lexical legs' postings, the entity
+    # check's counts: ~40% of a load) are counted meanwhile.
+    try:
+        mirror.count_words(loaded_rows)
+    finally:
+        with _lock:
+            _counting.discard(key)
 
 
 def _within_cap(mirror: Vectors | None) -> Vectors | None:
@@ -966,17 +998,17 @@ metrics.mirror_bytes.set_function(held_bytes)
 
 
 def loading() -> int:
-    """How many namespaces are loading now, in the background."""
+    """How many namespaces are loading now, in the background (their vectors, or their words)."""
     with _lock:
-        return len(_pending)
+        return len(_pending) + len(_counting)
 
 
 def loaded(org: str, namespace: str, model: str) -> bool:
-    """Whether the namespace's mirror is in, with no load of it under way (under the lock: a load installs its mirror
-    and drops others for the budget in one step)."""
+    """Whether the namespace's mirror is in, words too, with no load of it under way (under the lock: a load installs
+    its mirror and drops others for the budget in one step)."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
-        return key in _mirrors and key not in _pending
+        return key in _mirrors and key not in _pending and key not in _counting
 
 
 def rows(org: str, model: str, ids: list[RowId]) -> dict[RowId, dict]:
@@ -1085,7 +1117,7 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         # (A high-sensitivity row has no model: never embedded nor indexed, it names nothing to either check.)
         unvectored = {RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]}
         unvectored -= {row_id(row) for row in rows}
-        mirror.add(rows, bool(chunked), shown_of(live), unvectored)
+        mirror.add(rows, bool(chunked), shown_of(live), unvectored, words=False)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
 
