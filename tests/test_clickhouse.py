@@ -5,6 +5,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from datetime import UTC, datetime
 
 from retrieval.store import clickhouse, schema
 
@@ -146,3 +147,19 @@ def test_side_work_that_runs_a_statement_starts_over_in_a_worker_and_runs_beside
         assert [future.result(timeout=30) for future in futures] == [0, 1]
     assert statements == ["SELECT {n:UInt8}"] * 2  # each once: the start in line ran none
     assert threading.current_thread() not in threads and len(set(threads)) == 2
+
+
+def test_rows_inserted_beside_the_caller_are_in_once_its_future_is_done_table_by_table_in_order(backend):
+    """`inserting` encodes here and inserts in a worker (into the caller's recording); a table with no rows is no
+    statement."""
+    key = f"beside-{uuid.uuid4().hex}"
+    mention = {"org": key, "namespace": "default", "entity": "ada", "memory_key": "k", "agent": "a", "session_id": ""}
+    mention |= {"version": 1, "revision": 1, "status": "active", "created_at": datetime.now(UTC)}
+    edge = {k: v for k, v in mention.items() if k != "entity"} | {"src": "ada", "dst": "bob", "relation": "knows"}
+    with clickhouse.recorded() as statements:
+        done = clickhouse.inserting([("entity_mentions", [mention]), ("entity_triples", []), ("entity_edges", [edge])])
+        assert done.result(timeout=30) == [1, 0, 1]
+    inserts = [statement for statement in statements if statement.startswith("INSERT")]  # (after the column types)
+    assert inserts == ["INSERT INTO entity_mentions", "INSERT INTO entity_edges"]
+    for table in ("entity_mentions", "entity_edges"):
+        assert clickhouse.query_value(f"SELECT count() FROM {table} WHERE org = {{org:String}}", {"org": key}) == 1

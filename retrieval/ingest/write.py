@@ -120,6 +120,9 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
         reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
         levels = [sensitivity.effective(item.sensitivity, item.value) for item in items]
+        for item, (level, _) in zip(items, levels):  # stemmed meanwhile too: the term rows and the mirror reuse it
+            if level != "high":
+                text.value_terms(item.value)
         current = reading.result()
         now = datetime.now(UTC)
         plans = []
@@ -138,15 +141,18 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         if not _embed(scope, plans):
             for plan in plans:
                 plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
-        # The new versions' chunks, terms and entity graph hold nothing the gates decide: they are stored while the
-        # gates judge (the engine works beside the gates' Python). No reader serves them before `memories` holds
-        # their version, which is stored last, as before.
-        stored = clickhouse.beside(_store_new_side_rows, plans)
+        # The new versions' chunks, terms and entity graph hold nothing the gates decide: they are inserted while the
+        # gates judge (the engine works beside the gates' Python; the rows are made here, not beside, where their
+        # Python would wait for the gates' turns at the GIL). No reader serves them before `memories` holds their
+        # version, which is stored last, as before.
+        chunks, side_rows = _new_side_rows(plans)
+        stored = clickhouse.inserting(side_rows)
         try:
             write_gates.judge(scope, plans)
         finally:
             futures.wait([stored])  # nothing of the batch left running once its locks are released
-        _store(scope, plans, stored.result())
+        stored.result()
+        _store(scope, plans, chunks)
     return [plan.result for plan in plans]
 
 
@@ -346,8 +352,9 @@ def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None
     return out
 
 
-def _store_new_side_rows(plans: list[_Plan]) -> list[dict]:
-    """Store the new versions' chunks, terms and entity graph; returns the chunk rows (the mirror is told of them)."""
+def _new_side_rows(plans: list[_Plan]) -> tuple[list[dict], list[tuple[str, list[dict]]]]:
+    """The new versions' chunks (the mirror is told of them), and the rows of every side table: chunks, terms and
+    the entity graph."""
     chunks, terms, graph = [], [], _Graph()
     for plan in plans:
         row = plan.row
@@ -355,14 +362,11 @@ def _store_new_side_rows(plans: list[_Plan]) -> list[dict]:
             chunks += _chunk_rows(plan, row["revision"], row["updated_at"])
             terms += _term_input(row, ACTIVE, +1, row["revision"])
             graph.add(row, row["updated_at"])
-    clickhouse.insert("memory_chunks", chunks)
-    clickhouse.insert("term_input", terms)
-    graph.insert()
-    return chunks
+    return chunks, [("memory_chunks", chunks), ("term_input", terms), *graph.tables()]
 
 
 def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
-    """The rest of the batch, once `_store_new_side_rows` stored these chunks: vectors, the superseded versions'
+    """The rest of the batch, once its side rows (`_new_side_rows`) are stored: vectors, the superseded versions'
     retirement, and `memories` last."""
     changed = [plan for plan in plans if plan.row]
     if not changed:
@@ -508,10 +512,8 @@ class _Graph:
             )
         self.edges += [{**base, "src": a, "dst": b, "relation": rel} for a, b, rel in sorted(pairs)]
 
-    def insert(self):
-        clickhouse.insert("entity_mentions", self.mentions)
-        clickhouse.insert("entity_edges", self.edges)
-        clickhouse.insert("entity_triples", self.triples)
+    def tables(self) -> list[tuple[str, list[dict]]]:
+        return [("entity_mentions", self.mentions), ("entity_edges", self.edges), ("entity_triples", self.triples)]
 
 
 # The side tables that carry a row version's status: vectors, chunks, the entity graph.

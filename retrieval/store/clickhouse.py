@@ -395,14 +395,31 @@ def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
 
     Vectors may be numpy arrays: they are written as they lie in memory (retrieval/store/native.py).
     """
-    rows = list(rows)
+    return _insert(_encoded(table, list(rows)))
+
+
+def inserting(tables: list[tuple[str, list[dict[str, Any]]]]) -> Future:
+    """Insert each table's rows, in this order, beside the caller's work: encoded here, inserted by a worker thread.
+    Encoding is Python, which would contend with the caller's for the GIL; the engine's insert releases it."""
+    blocks = [_encoded(table, rows) for table, rows in tables]
+    return beside(lambda: [_insert(block) for block in blocks])
+
+
+def _encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], bytes, int] | None:
     if not rows:
-        return 0
+        return None
     columns = list(rows[0].keys())
     types = column_types(table)
     block = native.encode_block([(name, types[name], [row[name] for row in rows]) for name in columns])
+    return table, columns, block, len(rows)
+
+
+def _insert(encoded: tuple[str, list[str], bytes, int] | None) -> int:
+    if encoded is None:
+        return 0
+    table, columns, block, count = encoded
     _run("raw_insert", table, columns, block, fmt="Native")
-    return len(rows)
+    return count
 
 
 # Rows no request waits on (an op's usage row, retrieval/providers/costs.py): one thread inserts them in batches,
