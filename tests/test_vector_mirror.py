@@ -256,6 +256,39 @@ def test_a_loaded_mirror_serves_its_vectors_while_it_counts_its_words(backend, a
     assert "k03" not in [hit["memory_key"] for hit in nightly]
 
 
+def test_a_write_is_held_hidden_in_the_mirror_until_memories_holds_it(backend, agent, monkeypatch):
+    """The mirror takes a write's rows while the engine stores them, hidden from every read as a retired row is: a
+    write that fails after its vectors are stored, before `memories` (the commit point), is served by no leg the
+    mirror answers (vector, lexical, entity check) and read by no `memory.get`; the same write then succeeds."""
+    from retrieval.ingest import write
+
+    agent.set(*ROWS)
+    wait_for_mirror(agent)
+    mirror = vector_mirror.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
+    stored = write.retire_side_rows
+
+    def broken(*args):  # runs between the vectors' insert and the memories'
+        raise RuntimeError("the engine went away")
+
+    monkeypatch.setattr(write, "retire_side_rows", broken)
+    zeppelin = {"memory_key": "airship", "value": "the zeppelin hangar opens on friday", "entities": ["Zeppelin"]}
+    reply = agent.call("memory.set", {"namespace": agent.namespace, "items": [zeppelin]}, agent.token)
+    assert (reply.status, reply.error) == (500, "INTERNAL_ERROR")
+    [held] = [at for at, rid in enumerate(mirror.ids) if rid.memory_key == "airship"]  # it got as far as the mirror
+    assert not mirror.live[held] and not mirror.visible[held]
+    fields = {"search_mode": "hybrid", "min_similarity": 0, "top_k": 10, "explain": True}
+    found = agent.search("zeppelin hangar friday", **fields).json
+    assert found["retrieval_work"]["vector_read"] == "mirror"
+    assert "airship" not in [hit["memory_key"] for hit in found["hits"]]
+    assert mirror.mentions(["zeppelin", "\0zeppelin"]) == ([False, False], True)
+    assert agent.call("memory.get", {"namespace": agent.namespace, "memory_key": "airship"}, agent.token).status == 404
+    monkeypatch.setattr(write, "retire_side_rows", stored)
+    agent.set(zeppelin)
+    [hit, *_] = agent.search("zeppelin hangar friday", **fields).json["hits"]
+    assert hit["memory_key"] == "airship" and hit["score_components"]["lexical"] > 0
+    assert mirror.mentions(["zeppelin", "\0zeppelin"]) == ([True, True], True)
+
+
 def test_a_long_value_written_after_the_load_is_found_by_its_chunk(backend, agent, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 150
@@ -352,8 +385,8 @@ def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_querie
     queries = unit(values[rng.integers(0, 20_000, 80)] + noise * rng.standard_normal((80, 384)).astype(np.float32))
     settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 1000, 200
     settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_BITS_KEEP = 10_000, 0.05
-    exact = [built.top(query, False, 50) for query in queries]  # codes: the bits are not checked yet
-    assert built.first_read(False) == "codes"
+    assert built.first_read(False) == "codes"  # the bits are not checked yet (the check runs once it has queries)
+    exact = [built.top(query, False, 50) for query in queries]
     wait_until(lambda: built.bits_checked is not None)
     assert built.first_read(False) == read
     found = [built.top(query, False, 50) for query in queries]

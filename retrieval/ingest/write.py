@@ -367,7 +367,8 @@ def _new_side_rows(plans: list[_Plan]) -> tuple[list[dict], list[tuple[str, list
 
 def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
     """The rest of the batch, once its side rows (`_new_side_rows`) are stored: vectors, the superseded versions'
-    retirement, and `memories` last."""
+    retirement, and `memories` last. The vector mirror holds the new rows (hidden) while the engine stores them, and
+    shows them once `memories` holds them."""
     changed = [plan for plan in plans if plan.row]
     if not changed:
         return
@@ -375,17 +376,32 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
     revision = next_version()
     retired = [plan.previous for plan in changed if plan.previous]
     embeddings = [_embedding_row(plan, plan.row["revision"], now) for plan in changed if plan.row["embedding_model"]]
-    clickhouse.insert("memory_embeddings", embeddings)
-    clickhouse.insert("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)])
-    retire_side_rows(scope, retired, SUPERSEDED, revision)
     superseded = [
         {**plan.previous, "status": SUPERSEDED, "superseded_by": plan.row["version"], "revision": revision}
         for plan in changed
         if plan.previous
     ]
-    clickhouse.insert("memories", [plan.row for plan in changed] + superseded)
+    rows = [plan.row for plan in changed]
+    vectors = clickhouse.encoded("memory_embeddings", embeddings)
+    term_rows = clickhouse.encoded(
+        "term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]
+    )
+    memory_rows = clickhouse.encoded("memories", rows + superseded)
+
+    def statements() -> None:
+        clickhouse.insert_encoded(vectors)
+        clickhouse.insert_encoded(term_rows)
+        retire_side_rows(scope, retired, SUPERSEDED, revision)
+        clickhouse.insert_encoded(memory_rows)
+
+    storing = clickhouse.beside(statements)
+    try:
+        show = vector_mirror.staged(scope.org, scope.namespace, embeddings, rows)
+    finally:
+        futures.wait([storing])
+    storing.result()
     vector_mirror.retired(scope.org, scope.namespace, retired)
-    vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, [plan.row for plan in changed])
+    show(chunks)
 
 
 _IDENTITY = ("org", *IDENTITY_COLUMNS)

@@ -395,17 +395,19 @@ def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
 
     Vectors may be numpy arrays: they are written as they lie in memory (retrieval/store/native.py).
     """
-    return _insert(_encoded(table, list(rows)))
+    return insert_encoded(encoded(table, list(rows)))
 
 
 def inserting(tables: list[tuple[str, list[dict[str, Any]]]]) -> Future:
     """Insert each table's rows, in this order, beside the caller's work: encoded here, inserted by a worker thread.
     Encoding is Python, which would contend with the caller's for the GIL; the engine's insert releases it."""
-    blocks = [_encoded(table, rows) for table, rows in tables]
-    return beside(lambda: [_insert(block) for block in blocks])
+    blocks = [encoded(table, rows) for table, rows in tables]
+    return beside(lambda: [insert_encoded(block) for block in blocks])
 
 
-def _encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], bytes, int] | None:
+def encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], bytes, int] | None:
+    """`insert` in two steps: the rows encoded (Python, on the caller's thread), then `insert_encoded` (the engine,
+    wherever the caller likes: `inserting`, `beside`)."""
     if not rows:
         return None
     columns = list(rows[0].keys())
@@ -414,10 +416,10 @@ def _encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], by
     return table, columns, block, len(rows)
 
 
-def _insert(encoded: tuple[str, list[str], bytes, int] | None) -> int:
-    if encoded is None:
+def insert_encoded(rows: tuple[str, list[str], bytes, int] | None) -> int:
+    if rows is None:
         return 0
-    table, columns, block, count = encoded
+    table, columns, block, count = rows
     _run("raw_insert", table, columns, block, fmt="Native")
     return count
 

@@ -38,9 +38,10 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
 from sys import intern
 
 import numpy as np
@@ -141,10 +142,71 @@ class Vectors:
         """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each;
         `unvectored`: live rows the same write or read found without a vector. Without `words` (a load), the new rows'
         words are left for `count_words`."""
+        self.show(self.stage(rows, shown or {}, words), chunked, unvectored)
+
+    def stage(self, rows: list[dict], shown: dict, words: bool = True) -> "Staged":
+        """Hold rows not shown yet: appended with their codes, cells and postings, but live for no read (as a retired
+        row is) until `show`. The Python of a write's rows runs here while its statements run in the engine; a write
+        that fails never shows them."""
+        with self.lock:
+            staged = Staged(ids=[], start=len(self.ids), end=len(self.ids), held=[], worded=[], terms=[])
+            fresh = []
+            for row in rows:
+                at = self.position.get(rid := row_id(row))
+                staged.ids.append(rid)
+                if at is None:
+                    fresh.append((rid, row))
+                else:  # the same version again (its key re-embedded): its new vectors replace the old at `show`
+                    staged.held.append((at, row, shown.get(_identity(row))))
+            if not fresh:
+                return staged
+            start, end = staged.start, staged.end = len(self.ids), len(self.ids) + len(fresh)
+            self._reserve(end, len(fresh[0][1]["value_vector"]))
+            self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
+            if self.keyed:
+                self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
+            self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
+            self.bits[start:end] = _signs(self.values[start:end])
+            staged.visible = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
+            self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
+            codes = self.scope_ids
+            self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
+            if self.cells is not None:
+                self.cells.extend(*self._cell_parts(start, end))
+            for at, (rid, row) in enumerate(fresh, start):
+                rid = _held(rid)
+                self.position[rid] = at
+                self.ids.append(rid)
+                self.revisions.append(row["revision"])
+                self.meta.append(_meta(row))
+                self.shown.append(shown.get(_identity(row)))
+                if words and (held := self._words(at)) is not None:
+                    self._index(at, *held)  # posted now, counted by no read until `worded` says so
+                    staged.worded.append(at)
+                    staged.terms += held[0].keys(), held[1]
+            return staged
+
+    def show(self, staged: "Staged", chunked: bool = False, unvectored: Iterable[RowId] = ()) -> None:
+        """Make staged rows live for every read at once."""
         with self.lock:  # (a row held here has its vector: a delta may see its stub again after the vector came)
             self.unvectored.update(rid for rid in unvectored if rid not in self.position)
-            self.unvectored.difference_update(row_id(row) for row in rows)
-            self._add(rows, shown or {}, words)
+            self.unvectored.difference_update(staged.ids)
+            for at, row, shown in staged.held:
+                self.revisions[at] = row["revision"]
+                self.meta[at] = _meta(row)
+                self.shown[at] = shown or self.shown[at]
+                self.values[at] = row["value_vector"]
+                if self.keyed:
+                    self.keys[at] = row["key_vector"]
+                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
+                self.bits[at] = _signs(self.values[at])
+                self.dated[at] = _ms(row["dated_at"])
+                if self.live[at]:  # a load may have read the vectors before their value was in: counted now
+                    self._count(at, +1)
+            self.visible[staged.start : staged.end] = staged.visible
+            self.live[staged.start : staged.end] = True
+            self.worded[staged.worded] = True
+            self.words.update(chain.from_iterable(staged.terms))  # (counting an iterable is Counter's C loop)
             self.chunked = self.chunked or chunked
 
     def count_words(self, rows: int) -> None:
@@ -156,61 +218,24 @@ class Vectors:
                 for at in np.flatnonzero(self.live[start : min(start + WORDS_STEP, rows)]).tolist():
                     self._count(start + at, +1)
 
-    def _add(self, rows: list[dict], shown: dict, words: bool = True) -> None:
-        fresh = []
-        for row in rows:
-            at = self.position.get(rid := row_id(row))
-            if at is None:
-                fresh.append((rid, row))
-            else:  # the same version again (its key re-embedded): same value, new vectors
-                self.revisions[at] = row["revision"]
-                self.meta[at] = _meta(row)
-                self.shown[at] = shown.get(_identity(row)) or self.shown[at]
-                self.values[at] = row["value_vector"]
-                if self.keyed:
-                    self.keys[at] = row["key_vector"]
-                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
-                self.bits[at] = _signs(self.values[at])
-                self.dated[at] = _ms(row["dated_at"])
-                if self.live[at]:  # a load may have read the vectors before their value was in: counted now
-                    self._count(at, +1)
-        if not fresh:
-            return
-        start, end = len(self.ids), len(self.ids) + len(fresh)
-        self._reserve(end, len(fresh[0][1]["value_vector"]))
-        self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
-        if self.keyed:
-            self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
-        self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
-        self.bits[start:end] = _signs(self.values[start:end])
-        self.visible[start:end] = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
-        self.live[start:end] = True
-        self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
-        codes = self.scope_ids
-        self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
-        if self.cells is not None:
-            self.cells.extend(*self._cell_parts(start, end))
-        for at, (rid, row) in enumerate(fresh, start):
-            rid = _held(rid)
-            self.position[rid] = at
-            self.ids.append(rid)
-            self.revisions.append(row["revision"])
-            self.meta.append(_meta(row))
-            self.shown.append(shown.get(_identity(row)))
-            if words:
-                self._count(at, +1)
-
-    def _count(self, at: int, sign: int) -> None:
-        """Add (or take back) a row's words and entities, when its value is held (a row without one is read from
-        ClickHouse when asked for, so a name it alone holds is found there)."""
+    def _words(self, at: int) -> tuple[Counter, set[str]] | None:
+        """A row's value terms and its other words (its key's beside its value's, its entities and the names its
+        triples declare); None when its value is not held (a row without one is read from ClickHouse when asked
+        for, so a name it alone holds is found there)."""
         shown = self.shown[at]
-        if shown is None or self.worded[at] == (sign > 0):
-            return
+        if shown is None:
+            return None
         value = text.value_terms(shown[0])
-        # The row's other words: its key's beside its value's, its entities and the names its triples declare.
         others = text.key_terms(self.ids[at].memory_key).keys() - value.keys()
         if (entities := self.meta[at]["entities"]) or shown[3]:
             others |= {"\0" + entity.lower() for entity in entities} | {"\0" + name for name in shown[3]}
+        return value, others
+
+    def _count(self, at: int, sign: int) -> None:
+        """Add (or take back) a row's words and entities, when its value is held."""
+        if self.worded[at] == (sign > 0) or (held := self._words(at)) is None:
+            return
+        value, others = held
         if sign > 0:  # indexed once: a row is counted in while live, out once retired, and never live again
             self._index(at, value, others)
             # (counting an iterable is Counter's C loop; a mapping, a Python one)
@@ -623,6 +648,19 @@ class Vectors:
         """Rows start..end-1 as the cells take them: vectors, codes, scales and write scopes. Read from the arrays as
         they are now: a write may have reallocated them (`_reserve`) since an earlier read."""
         return tuple(part[start:end] for part in (self.values, self.codes, self.scales, self.scope_codes))
+
+
+@dataclass
+class Staged:
+    """Rows `Vectors.stage` holds until `Vectors.show`: those new to the mirror at start..end-1."""
+
+    ids: list[RowId]  # all of them
+    start: int
+    end: int
+    held: list[tuple[int, dict, tuple | None]]  # rows the mirror held before: (position, row, what a hit shows)
+    worded: list[int]  # the new rows posted, and their words to count
+    terms: list[Iterable[str]]
+    visible: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -1186,28 +1224,54 @@ def _stamp(org: str, namespace: str) -> tuple[int, int] | None:
 def added(org: str, namespace: str, rows: list[dict], chunks: list[dict], memory_rows: list[dict]) -> None:
     """The write path stored these embedding rows (active versions, stubs among them), these chunks, and these memory
     rows."""
-    if not rows:
-        return
-    swapped = _stamp(org, namespace)
-    if not enabled():
-        return
-    shown = None
-    with _lock:
-        for model in {row["embedding_model"] for row in rows}:
-            key = (clickhouse.target(), org, namespace, model)
-            if key not in _pending and _mirrors.get(key) is None:
-                continue
-            stubs = [row_id(row) for row in rows if row["embedding_model"] == model and not row["embedding_dim"]]
-            mine = [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]]
-            chunked = any(chunk["embedding_model"] == model for chunk in chunks)
-            shown = shown if shown is not None else shown_of(memory_rows)
-            if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
-                _pending[key].append(("add", (mine, chunked, shown, stubs)))
-            if (mirror := _mirrors.get(key)) is not None:
-                mirror.add(mine, chunked, shown, stubs)
-                mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
-                _mirrors[key] = _within_cap(mirror)
-                _within_budget(key)
+    staged(org, namespace, rows, memory_rows)(chunks)
+
+
+def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) -> Callable[[list[dict]], None]:
+    """`added` in two steps, for a write whose statements are under way: the rows are held in the namespace's loaded
+    mirrors now, hidden from every read (their Python runs while the engine stores them); the function returned
+    shows them, with the write's chunks, once the write has stored them. A write that fails never calls it."""
+    models = {row["embedding_model"] for row in rows}
+    mirrors = {model: peek(org, namespace, model) for model in models} if enabled() else {}
+    shown = shown_of(memory_rows) if any(mirror is not None for mirror in mirrors.values()) else None
+    held = {  # model: (its mirror now, the rows it holds hidden)
+        model: (mirror, mirror.stage(_vectored(rows, model), shown))
+        for model, mirror in mirrors.items()
+        if mirror is not None
+    }
+
+    def show(chunks: list[dict]) -> None:
+        nonlocal shown
+        if not rows:
+            return
+        swapped = _stamp(org, namespace)
+        if not enabled():
+            return
+        with _lock:
+            for model in models:
+                key = (clickhouse.target(), org, namespace, model)
+                if key not in _pending and _mirrors.get(key) is None:
+                    continue
+                stubs = [row_id(row) for row in rows if row["embedding_model"] == model and not row["embedding_dim"]]
+                mine = _vectored(rows, model)
+                chunked = any(chunk["embedding_model"] == model for chunk in chunks)
+                shown = shown if shown is not None else shown_of(memory_rows)
+                if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
+                    _pending[key].append(("add", (mine, chunked, shown, stubs)))
+                if (mirror := _mirrors.get(key)) is not None:
+                    if model in held and held[model][0] is mirror:
+                        mirror.show(held[model][1], chunked, stubs)
+                    else:  # loaded (or loaded again) meanwhile
+                        mirror.add(mine, chunked, shown, stubs)
+                    mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
+                    _mirrors[key] = _within_cap(mirror)
+                    _within_budget(key)
+
+    return show
+
+
+def _vectored(rows: list[dict], model: str) -> list[dict]:
+    return [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]]
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:
