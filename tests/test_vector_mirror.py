@@ -562,6 +562,24 @@ def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(se
     assert keyless.nbytes - 1500 * (384 * 4 + 384 + 48) == keyless.cells.nbytes > 1500 * 384
 
 
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_a_loaded_mirror_has_room_for_the_writes_after_it(backend, agent, settings):
+    """A load sizes the arrays a quarter over its rows: the first write after it appends in place instead of
+    reallocating every array under the lock (seconds at a million rows, the namespace's searches waiting)."""
+    settings.LOOM_WRITE_GATES = False  # (the rows only need to be there)
+    for start in range(0, 1200, 400):
+        agent.set(
+            *({"memory_key": f"row.{i}", "value": f"note {i} on the plant rota"} for i in range(start, start + 400))
+        )
+    wait_for_mirror(agent)
+    mirror = vector_mirror.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
+    values, codes = mirror.values, mirror.codes
+    agent.set(*({"memory_key": f"after.{i}", "value": f"late note {i} about the boiler"} for i in range(200)))
+    assert len(mirror.ids) == 1400
+    assert mirror.values is values and mirror.codes is codes, "the write reallocated the arrays"
+    assert agent.hits("late note 7 about the boiler", min_similarity=0)[0] == "after.7"
+
+
 def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(settings, monkeypatch):
     """The cells train outside the mirror's lock. A write meanwhile may outgrow the mirror's arrays (they are
     reallocated); its rows still join the new cells, so a copy of one finds it."""

@@ -6,7 +6,8 @@ postings, so a search the mirror answers needs no statement for its window, an
 empty chunk leg, or its lexical and BM25 legs (retrieval/search/legs/postings.py).
 
 This process's write path tells the mirror what it stored and what it retired
-(`added`, `retired`), after the statements succeed. With the embedded engine
+(`added`, `retired`), after the statements succeed; a batch's rows are held
+hidden while its statements run (`staged`) and shown then. With the embedded engine
 that is every write (one process owns its data directory). On a ClickHouse
 server other processes write too, so a search first reads what reached the
 engine since its last read (`sync`: the vector rows by their engine-stamped
@@ -1146,8 +1147,11 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
             within,
             [types[name] for name in columns],
         )
-        if rows:  # sized for the namespace once, not doubled range by range (a doubling holds both copies)
-            mirror.reserve(count, dim)
+        # Sized for the namespace once, not doubled range by range (a doubling holds both copies), and a quarter over
+        # for the writes to come: sized to the row, the first write after a load doubled every array under the lock
+        # (26 s at 1.9M rows here, the namespace's searches waiting). Rows never written take no memory.
+        if rows:
+            mirror.reserve(count + count // 4, dim)
         rows = [dict(zip(columns, row)) for row in rows]
         live = _live_memory_columns(org, namespace, keys=(low, high))
         # (A write under way may store a row's vector after the first read and its value before the second: its own
