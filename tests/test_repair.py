@@ -32,14 +32,14 @@ def repair(org: str, *options: str) -> str:
 
 def failed_write(agent, monkeypatch, key: str, value: str) -> None:
     """memory.set of this value failing at its `memories` insert (its commit), as when ClickHouse goes mid-batch."""
-    stored = clickhouse.insert
+    stored = clickhouse.insert_encoded  # (every insert's last step)
 
-    def insert(table, rows):
-        if table == "memories":
+    def insert(rows):
+        if rows is not None and rows[0] == "memories":
             raise clickhouse.ClickHouseUnavailable("ClickHouse is unavailable: gone mid-batch")
-        return stored(table, rows)
+        return stored(rows)
 
-    monkeypatch.setattr(clickhouse, "insert", insert)
+    monkeypatch.setattr(clickhouse, "insert_encoded", insert)
     body = {"namespace": "default", "items": [{"memory_key": key, "value": value}]}
     assert agent.call("memory.set", body, agent.token).error == "CLICKHOUSE_UNAVAILABLE"
     monkeypatch.undo()

@@ -580,6 +580,48 @@ def test_a_loaded_mirror_has_room_for_the_writes_after_it(backend, agent, settin
     assert agent.hits("late note 7 about the boiler", min_similarity=0)[0] == "after.7"
 
 
+def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_change_made_meanwhile(
+    settings, monkeypatch
+):
+    """Once its rows fill 7/8 of its room, a mirror grows its arrays in the background, the rows held then copied
+    outside its lock: a search and writes go on while it copies, and rows added, re-embedded and retired meanwhile
+    are all in the grown arrays."""
+    import threading
+
+    import numpy as np
+
+    from tests.synthetic import mirror, vectors
+
+    monkeypatch.setattr(vector_mirror, "GROW_AHEAD_MIN_ROWS", 1024)
+    monkeypatch.setattr(vector_mirror, "GROW_AHEAD_LAST_ROWS", 10)  # the rows added meanwhile: copied outside too
+    copying, go, grown = threading.Event(), threading.Event(), vector_mirror.Vectors._grown
+
+    def paused(self, *args):  # the background copy, held until the changes below are made
+        arrays = grown(self, *args)
+        if threading.current_thread().name == "loom-mirror-grow":
+            copying.set()
+            go.wait(30)
+        return arrays
+
+    monkeypatch.setattr(vector_mirror.Vectors, "_grown", paused)
+    values = vectors(1100, np.random.default_rng(11))
+    built = mirror("ns", values[:900], None)  # room for 1,024 rows: 900 is past 7/8 of it
+    assert copying.wait(30)
+    before = built.values
+    assert built.top(values[3], False, 1)[0][0].memory_key == "m3"  # searched while it copies
+    mirror("ns", values[1050:1055], None, built)  # m0-m4 re-embedded
+    mirror("ns", values[900:1000], None, built, name="later")
+    built.retire([built.ids[7]])
+    go.set()
+    wait_until(lambda: built.touched is None)
+    assert len(built.values) == 2048 and built.values is not before
+    assert np.array_equal(built.values[:1000], np.concatenate([values[1050:1055], values[5:1000]]))
+    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 100, 50
+    for query, key in ((values[1052], "m2"), (values[950], "later50"), (values[300], "m300")):
+        assert built.top(query, False, 1)[0][0].memory_key == key  # (the codes copied too: read first here)
+    assert "m7" not in [hit[0].memory_key for hit in built.top(values[7], False, 10)]
+
+
 def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(settings, monkeypatch):
     """The cells train outside the mirror's lock. A write meanwhile may outgrow the mirror's arrays (they are
     reallocated); its rows still join the new cells, so a copy of one finds it."""

@@ -68,7 +68,8 @@ _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last serv
 class Vectors:
     """One namespace's live rows of one model: ids, value and key matrices, rank columns.
 
-    Arrays grow by doubling, so a write batch appends without copying the namespace.
+    Arrays grow by doubling (a large mirror's in the background, before its rows fill them), so a write batch
+    appends without copying the namespace.
     """
 
     def __init__(self, keyed: bool):
@@ -131,6 +132,7 @@ class Vectors:
         # `add`, retrained by `_gate_cells`.
         self.cells: Cells | None = None
         self.training = threading.Lock()
+        self.touched: set[int] | None = None  # while the arrays grow ahead (`_grow_ahead`): rows changed in place
 
     def add(
         self,
@@ -185,6 +187,7 @@ class Vectors:
                     self._index(at, *held)  # posted now, counted by no read until `worded` says so
                     staged.worded.append(at)
                     staged.terms += held[0].keys(), held[1]
+            self._room_ahead()
             return staged
 
     def show(self, staged: "Staged", chunked: bool = False, unvectored: Iterable[RowId] = ()) -> None:
@@ -193,6 +196,8 @@ class Vectors:
             self.unvectored.update(rid for rid in unvectored if rid not in self.position)
             self.unvectored.difference_update(staged.ids)
             for at, row, shown in staged.held:
+                if self.touched is not None:  # (a growth under way copies it again)
+                    self.touched.add(at)
                 self.revisions[at] = row["revision"]
                 self.meta[at] = _meta(row)
                 self.shown[at] = shown or self.shown[at]
@@ -280,27 +285,84 @@ class Vectors:
             self._reserve(size, dim)
 
     def _reserve(self, size: int, dim: int) -> None:
+        """Room for `size` rows, made now if there is none: every array copied, under the lock."""
         capacity = 0 if self.values is None else len(self.values)
-        if size <= capacity:
-            return
-        capacity = max(size, 2 * capacity, 1024)
-        for name in ("values", "keys") if self.keyed else ("values",):
-            grown = np.empty((capacity, dim), dtype=np.float32)  # rows past len(self.ids) are never read
-            old = getattr(self, name)
-            if old is not None:
-                grown[: len(self.ids)] = old[: len(self.ids)]
-            setattr(self, name, grown)
-        codes = np.zeros((capacity, dim), dtype=np.int8)
-        bits = np.zeros((capacity, (dim + 7) // 8), dtype=np.uint8)
-        if self.ids:  # the first add finds none, and no dimension yet
-            codes[: len(self.ids)] = self.codes[: len(self.ids)]
-            bits[: len(self.ids)] = self.bits[: len(self.ids)]
-        self.codes, self.bits = codes, bits
-        for name in ("scales", "visible", "live", "worded", "doc_len", "scope_codes", "dated"):
-            old = getattr(self, name)
-            grown = np.zeros(capacity, dtype=old.dtype)
-            grown[: len(self.ids)] = old[: len(self.ids)]
-            setattr(self, name, grown)
+        if size > capacity:
+            self._install(self._grown(self._vectors(), max(size, 2 * capacity, 1024), dim, len(self.ids)))
+
+    def _room_ahead(self) -> None:
+        """Once the rows fill GROW_AHEAD of a large mirror's room, grow it in the background (`_grow_ahead`)."""
+        capacity, dim = self.values.shape
+        if capacity >= GROW_AHEAD_MIN_ROWS and len(self.ids) > GROW_AHEAD * capacity and self.touched is None:
+            self.touched = set()
+            threading.Thread(
+                target=self._grow_ahead, args=(2 * capacity, dim), name="loom-mirror-grow", daemon=True
+            ).start()
+
+    def _grow_ahead(self, capacity: int, dim: int) -> None:
+        """Grow the arrays before a write needs it, the rows copied outside the lock (searches and writes go on;
+        numpy copies without the GIL) until those a write added meanwhile are few; they, the rows changed in place
+        meanwhile and the rows' flags are copied under it. Grown in line, a million rows' arrays held the namespace's
+        searches and writes for 17-26 s here, most of it the kernel finding fresh pages, which the copies here fault
+        in outside the lock."""
+        try:
+            with self.lock:
+                vectors, rows = self._vectors(), len(self.ids)
+            grown, flags, copied = self._grown(vectors, capacity, dim, 0), self._flags(capacity), 0
+            while True:
+                for name, part in grown.items():
+                    if part is not None:
+                        part[copied:rows] = vectors[name][copied:rows]
+                for name, part in flags.items():
+                    part[copied:rows] = getattr(self, name)[copied:rows]  # (copied again under the lock)
+                copied = rows
+                with self.lock:
+                    if any(getattr(self, name) is not part for name, part in vectors.items()):
+                        return  # a write outgrew them meanwhile, and grew them in line
+                    rows = len(self.ids)
+                    if rows - copied > GROW_AHEAD_LAST_ROWS:
+                        continue
+                    again = np.r_[np.fromiter(self.touched, dtype=np.int64), np.arange(copied, rows)]
+                    for name, part in grown.items():
+                        if part is not None:
+                            part[again] = vectors[name][again]
+                    self._install(grown, flags)
+                    return
+        finally:
+            with self.lock:
+                self.touched = None
+
+    def _vectors(self) -> dict[str, np.ndarray | None]:
+        """The large arrays, a row's vectors and their codes (`keys` None unless keyed)."""
+        return {name: getattr(self, name) for name in ("values", "keys", "codes", "bits")}
+
+    def _grown(self, vectors: dict, capacity: int, dim: int, rows: int) -> dict[str, np.ndarray | None]:
+        """Arrays of `capacity` rows holding the first `rows` of these (rows past the mirror's are never read)."""
+        grown = {
+            "values": np.empty((capacity, dim), dtype=np.float32),
+            "keys": np.empty((capacity, dim), dtype=np.float32) if self.keyed else None,
+            "codes": np.zeros((capacity, dim), dtype=np.int8),
+            "bits": np.zeros((capacity, (dim + 7) // 8), dtype=np.uint8),
+        }
+        if rows:  # (the first add finds no arrays, and no dimension yet)
+            for name, part in grown.items():
+                if part is not None:
+                    part[:rows] = vectors[name][:rows]
+        return grown
+
+    def _flags(self, capacity: int) -> dict[str, np.ndarray]:
+        """Each row's flags and rank columns (small arrays), with room for `capacity` rows."""
+        return {name: np.zeros(capacity, dtype=getattr(self, name).dtype) for name in _ROW_COLUMNS}
+
+    def _install(self, grown: dict[str, np.ndarray | None], flags: dict[str, np.ndarray] | None = None) -> None:
+        """The grown vector arrays in place, and the rows' flags and rank columns copied into arrays as large. Under
+        the lock."""
+        for name, part in grown.items():
+            setattr(self, name, part)
+        size = len(self.ids)
+        for name, part in (flags or self._flags(len(grown["values"]))).items():
+            part[:size] = getattr(self, name)[:size]
+            setattr(self, name, part)
 
     @property
     def nbytes(self) -> int:
@@ -681,6 +743,13 @@ FEW_PAIRS = 128
 
 # Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
 WORDS_STEP = 2_000
+# A mirror with room for GROW_AHEAD_MIN_ROWS rows or more grows its arrays in the background once its rows fill
+# GROW_AHEAD of them (below that, a copy under the lock is over in milliseconds): more than the 4/5 a load fills (it
+# makes room a quarter over its rows), so a loaded mirror does not double at once.
+GROW_AHEAD = 7 / 8
+GROW_AHEAD_MIN_ROWS = 65_536
+GROW_AHEAD_LAST_ROWS = 2_000  # at most this many rows' vectors copied under the lock at the end
+_ROW_COLUMNS = ("scales", "visible", "live", "worded", "doc_len", "scope_codes", "dated")
 
 # A value posting is one number: the row's position, shifted, and the term's frequency in it, capped as memory_terms
 # caps it (UInt16): one append a term where two arrays took two, and a write appends ~40 a row.
