@@ -1305,12 +1305,13 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
     mirrors now, hidden from every read (their Python runs while the engine stores them); the function returned
     shows them, with the write's chunks, once the write has stored them. A write that fails never calls it."""
     models = {row["embedding_model"] for row in rows}
+    vectored = {  # each model's rows that have their vectors (the rest are stubs)
+        model: [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]] for model in models
+    }
     mirrors = {model: peek(org, namespace, model) for model in models} if enabled() else {}
     shown = shown_of(memory_rows) if any(mirror is not None for mirror in mirrors.values()) else None
     held = {  # model: (its mirror now, the rows it holds hidden)
-        model: (mirror, mirror.stage(_vectored(rows, model), shown))
-        for model, mirror in mirrors.items()
-        if mirror is not None
+        model: (mirror, mirror.stage(vectored[model], shown)) for model, mirror in mirrors.items() if mirror is not None
     }
 
     def show(chunks: list[dict]) -> None:
@@ -1326,7 +1327,7 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
                 if key not in _pending and _mirrors.get(key) is None:
                     continue
                 stubs = [row_id(row) for row in rows if row["embedding_model"] == model and not row["embedding_dim"]]
-                mine = _vectored(rows, model)
+                mine = vectored[model]
                 chunked = any(chunk["embedding_model"] == model for chunk in chunks)
                 shown = shown if shown is not None else shown_of(memory_rows)
                 if key in _pending:  # (a mirror without key vectors serves while one with them loads: both take it)
@@ -1341,10 +1342,6 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
                     _within_budget(key)
 
     return show
-
-
-def _vectored(rows: list[dict], model: str) -> list[dict]:
-    return [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]]
 
 
 def retired(org: str, namespace: str, rows: list[dict]) -> None:
