@@ -592,7 +592,7 @@ def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_cha
 
     from tests.synthetic import mirror, vectors
 
-    monkeypatch.setattr(vector_mirror, "GROW_AHEAD_MIN_ROWS", 1024)
+    monkeypatch.setattr(vector_mirror, "BACKGROUND_MIN_ROWS", 1024)
     monkeypatch.setattr(vector_mirror, "GROW_AHEAD_LAST_ROWS", 10)  # the rows added meanwhile: copied outside too
     copying, go, grown = threading.Event(), threading.Event(), vector_mirror.Vectors._grown
 
@@ -646,6 +646,55 @@ def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_ar
     assert built.cells.rows == 3000
     found = built.nearest(values[2048:], [f"new{i}" for i in range(952)], [("default", "", "", "", "fact")] * 952)
     assert [hit[0] for hit in found] == [f"later{i}" for i in range(952)]
+
+
+def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_placed_meanwhile(settings, monkeypatch):
+    """The gates' cells of a large mirror merge their recent rows into their first run outside the mirror's lock: a
+    write and the gates' reads go on while it builds the run, and the rows that write placed stay recent, found by
+    the gates, after it."""
+    import threading
+
+    import numpy as np
+
+    from retrieval.store import cells
+    from tests.synthetic import mirror, unit, vectors
+
+    monkeypatch.setattr(vector_mirror, "BACKGROUND_MIN_ROWS", 1024)
+    building, go, merged = threading.Event(), threading.Event(), cells._merged
+
+    def paused(*args):  # the background build, held until the write below is made
+        run = merged(*args)
+        if threading.current_thread().name == "loom-cells-merge":
+            building.set()
+            go.wait(30)
+        return run
+
+    monkeypatch.setattr(cells, "_merged", paused)
+    rng = np.random.default_rng(13)
+    values = vectors(4000, rng)
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    built = mirror("ns", values[:3000], None, sessions=4)
+    scope = [("default", "", "s0", "", "fact")]
+    built.nearest(values[:1], ["x"], scope)  # trains the cells on 3,000 rows
+    mirror("ns", values[3000:3400], None, built, name="recent", sessions=4)  # 400 recent: past 1/8 of 3,000
+    assert building.wait(30)
+    wrote = threading.Thread(target=mirror, args=("ns", values[3400:3500], None, built, "later", 4))
+    wrote.start()
+    wrote.join(10)
+    assert not wrote.is_alive()  # the write did not wait for the merge
+    assert built.cells.merged == 3000 and built.cells.rows == 3500
+    go.set()
+    wait_until(lambda: not built.cells.merging)
+    placed = built.cells
+    assert placed.merged == 3400 and sorted(placed.recent_members.tolist()) == list(range(3400, 3500))
+    assert (np.diff(placed.keys) >= 0).all() and (np.diff(placed.recent_keys) >= 0).all()
+    assert sorted(placed.members.tolist()) == list(range(3400))
+    assert (placed.codes == built.codes[placed.members]).all() and (placed.scales == built.scales[placed.members]).all()
+    picked = [5, 3100, 3450]  # of the first run, merged in, placed meanwhile (sessions s1, s0, s2)
+    copies = unit(values[picked] + 0.01 * rng.standard_normal((3, 384)).astype(np.float32))
+    scopes = [("default", "", session, "", "fact") for session in ("s1", "s0", "s2")]
+    found = built.nearest(copies, ["a", "b", "c"], scopes)
+    assert [hit[0] for hit in found] == ["m5", "recent100", "later50"]
 
 
 def test_the_write_gates_cells_are_retrained_as_the_mirror_doubles_or_its_strays_grow(settings, monkeypatch):

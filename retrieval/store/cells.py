@@ -31,6 +31,7 @@ a million rows, and the ingest rate fell with the cells.
 """
 
 import math
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -83,6 +84,7 @@ class Cells:
         self.recent_scales: list[np.ndarray] = []
         self.fit_floor = -1.0  # set by `trained`
         self.rows = self.merged = 0  # rows 0..rows-1 are in a cell; 0..merged-1 in the first run
+        self.merging = False  # a merge under way in the background (`Vectors._merge_cells`)
         self.trained_on = self.strays_trained = 0  # rows and strays when trained
 
     @classmethod
@@ -130,11 +132,14 @@ class Cells:
         return self.rows >= 2 * self.trained_on or grown > STRAYS_GROWN
 
     def extend(self, vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> None:
-        """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells."""
+        """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells, among the recent rows
+        (`merge` moves them into the first run, once `merge_due`)."""
         # Copies: these are views of the mirror's arrays, which a view would keep once they grow.
         self._place(*self.cell_of(vectors), codes.copy(), scales.copy(), scopes)
-        if len(self.recent_keys) > RECENT_SHARE * self.merged:
-            self._merge()
+
+    def merge_due(self) -> bool:
+        """Whether the recent rows are RECENT_SHARE of the first run, and no merge is under way."""
+        return not self.merging and len(self.recent_keys) > RECENT_SHARE * self.merged
 
     def _place(
         self, cell: np.ndarray, fit: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray
@@ -155,26 +160,26 @@ class Cells:
         cell[fit < self.fit_floor] = self.stray
         return (cell << SCOPE_BITS) + scopes.astype(np.int64)
 
-    def _merge(self) -> None:
-        """The recent rows into the first run: each goes after the rows of its key there, so both stay in order."""
-        count = len(self.recent_keys)
-        if not count:
+    def merge(self, lock: AbstractContextManager | None = None) -> None:
+        """The recent rows into the first run (`_merged`), built outside `lock` (the mirror's, when it merges in the
+        background: a merge at 1.5M rows held its writes and searches 4.2 s): the rows are read, and the new run put
+        in, under it; the rows placed meanwhile stay recent. Nothing a merge reads changes in place (a placement
+        makes new recent arrays)."""
+        lock = lock or nullcontext()
+        with lock:
+            first = self.keys, self.members, self.codes, self.scales
+            recent = self.recent_keys, self.recent_members, list(self.recent_codes), list(self.recent_scales)
+            merged, rows = self.merged, self.rows
+        if not len(recent[0]):
             return
-        into = np.searchsorted(self.keys, self.recent_keys, side="right") + np.arange(count)
-        rest = np.ones(len(self.keys) + count, dtype=bool)
-        rest[into] = False
-        came = self.recent_members - self.merged  # each recent row's place in the order they came
-        recent = (self.recent_keys, self.recent_members, np.concatenate(self.recent_codes)[came])
-        recent += (np.concatenate(self.recent_scales)[came],)
-        merged = []
-        for old, new in zip((self.keys, self.members, self.codes, self.scales), recent):
-            both = np.empty((len(rest), *old.shape[1:]), dtype=old.dtype)
-            both[into], both[rest] = new, old
-            merged.append(both)
-        self.keys, self.members, self.codes, self.scales = merged
-        self.recent_keys, self.recent_members = self.recent_keys[:0], self.recent_members[:0]
-        self.recent_codes, self.recent_scales = [], []
-        self.merged = self.rows
+        run = _merged(first, recent, merged)
+        with lock:
+            self.keys, self.members, self.codes, self.scales = run
+            since = self.recent_members >= rows
+            self.recent_keys, self.recent_members = self.recent_keys[since], self.recent_members[since]
+            came = len(recent[2])
+            self.recent_codes, self.recent_scales = self.recent_codes[came:], self.recent_scales[came:]
+            self.merged = rows
 
     def cell_of(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's cell (the nearest fine centroid of its nearest coarse one), and how well it fits it."""
@@ -240,6 +245,23 @@ class Cells:
             return Blocks(start[held], end[held], first[held], counts[held], readers, members)
 
         return of(self.keys, self.members), of(self.recent_keys, self.recent_members)
+
+
+def _merged(first: tuple, recent: tuple, merged: int) -> list[np.ndarray]:
+    """The first run's keys, members, codes and scales with the recent rows' (their codes and scales in the order
+    they came, from row `merged`): each recent row goes after the rows of its key there, so both stay in order."""
+    keys, members, codes, scales = recent
+    count = len(keys)
+    into = np.searchsorted(first[0], keys, side="right") + np.arange(count)
+    rest = np.ones(len(first[0]) + count, dtype=bool)
+    rest[into] = False
+    order = members - merged  # each recent row's place in the order they came
+    run = []
+    for old, new in zip(first, (keys, members, np.concatenate(codes)[order], np.concatenate(scales)[order])):
+        both = np.empty((len(rest), *old.shape[1:]), dtype=old.dtype)
+        both[into], both[rest] = new, old
+        run.append(both)
+    return run
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:

@@ -176,6 +176,7 @@ class Vectors:
             self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
             if self.cells is not None:
                 self.cells.extend(*self._cell_parts(start, end))
+                self._merge_cells()
             for at, (rid, row) in enumerate(fresh, start):
                 rid = _held(rid)
                 self.position[rid] = at
@@ -293,11 +294,30 @@ class Vectors:
     def _room_ahead(self) -> None:
         """Once the rows fill GROW_AHEAD of a large mirror's room, grow it in the background (`_grow_ahead`)."""
         capacity, dim = self.values.shape
-        if capacity >= GROW_AHEAD_MIN_ROWS and len(self.ids) > GROW_AHEAD * capacity and self.touched is None:
+        if capacity >= BACKGROUND_MIN_ROWS and len(self.ids) > GROW_AHEAD * capacity and self.touched is None:
             self.touched = set()
             threading.Thread(
                 target=self._grow_ahead, args=(2 * capacity, dim), name="loom-mirror-grow", daemon=True
             ).start()
+
+    def _merge_cells(self) -> None:
+        """Merge the gates' cells' recent rows into their first run when due: a large mirror's in the background
+        (`Cells.merge` takes the lock only to read the rows and to put the new run in). Under the lock."""
+        cells = self.cells
+        if not cells.merge_due():
+            return
+        if cells.rows < BACKGROUND_MIN_ROWS:
+            cells.merge()  # (the lock is held)
+            return
+        cells.merging = True
+
+        def merge() -> None:
+            try:
+                cells.merge(self.lock)
+            finally:
+                cells.merging = False
+
+        threading.Thread(target=merge, name="loom-cells-merge", daemon=True).start()
 
     def _grow_ahead(self, capacity: int, dim: int) -> None:
         """Grow the arrays before a write needs it, the rows copied outside the lock (searches and writes go on;
@@ -743,11 +763,12 @@ FEW_PAIRS = 128
 
 # Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
 WORDS_STEP = 2_000
-# A mirror with room for GROW_AHEAD_MIN_ROWS rows or more grows its arrays in the background once its rows fill
-# GROW_AHEAD of them (below that, a copy under the lock is over in milliseconds): more than the 4/5 a load fills (it
-# makes room a quarter over its rows), so a loaded mirror does not double at once.
+# A mirror of BACKGROUND_MIN_ROWS rows or more makes its passes over every row in the background, outside its lock
+# (below that, one under the lock is over in milliseconds): it grows its arrays once its rows fill GROW_AHEAD of them
+# (more than the 4/5 a load fills: it makes room a quarter over its rows, so a loaded mirror does not double at
+# once), and merges its gates' cells (`Cells.merge`).
+BACKGROUND_MIN_ROWS = 65_536
 GROW_AHEAD = 7 / 8
-GROW_AHEAD_MIN_ROWS = 65_536
 GROW_AHEAD_LAST_ROWS = 2_000  # at most this many rows' vectors copied under the lock at the end
 _ROW_COLUMNS = ("scales", "visible", "live", "worded", "doc_len", "scope_codes", "dated")
 
