@@ -25,6 +25,16 @@ def test_schema_apply_is_idempotent_and_recorded(backend):
     assert set(names) <= schema.applied()
 
 
+def test_the_tables_every_write_appends_to_merge_ten_parts_at_a_time(backend):
+    """Wider merges than the engine's default (0022_wider_merges): a row is rewritten fewer times as its parts grow."""
+    for table in ("memories", "memory_embeddings", "memory_terms", "memory_chunks"):
+        created = clickhouse.query_value(
+            "SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = {table:String}",
+            {"table": table},
+        )
+        assert "merge_selector_base = 10" in created, table
+
+
 def test_a_second_process_on_the_same_data_directory_is_told_why_and_by_whom(tmp_path):
     """The embedded engine allows one process per directory: the second gets a clear error naming the owner, not a
     hang."""

@@ -110,9 +110,14 @@ def test_the_migrations_are_applied_on_every_node(backend, clickhouse_cluster):
     assert schema.apply() == []  # already applied, as recorded once for the cluster
     for node in clickhouse_cluster.urls:
         with clickhouse.at(node):
-            engines = dict(clickhouse.query_rows("SELECT name, engine FROM system.tables WHERE database = 'loom'"))
+            tables = clickhouse.query_rows(
+                "SELECT name, engine, create_table_query FROM system.tables WHERE database = 'loom'"
+            )
+        engines = {name: engine for name, engine, _ in tables}
         assert engines["memories"] == "Distributed" and engines["memories_local"] == "ReplacingMergeTree"
         assert engines["term_input_local"] == "Null" and engines["term_postings_mv"] == "MaterializedView"
+        created = {name: query for name, _, query in tables}
+        assert "merge_selector_base = 10" in created["memory_terms_local"]  # a local table's setting, on each node
 
 
 @on_cluster
