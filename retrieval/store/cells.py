@@ -69,6 +69,8 @@ class Cells:
         self.coarse = coarse  # (coarse cells, dim)
         self.fine = np.concatenate(fine)  # (cells, dim): coarse cell c's are fine[starts[c]:starts[c + 1]]
         self.starts = np.cumsum([0] + [len(part) for part in fine])
+        # Half the centroids' squared norms, which every fit subtracts: made once, not for each batch's fits.
+        self.coarse_half, self.fine_half = _half_norms(self.coarse), _half_norms(self.fine)
         self.stray = len(self.fine)  # the last cell: rows that fit no centroid
         # The rows, in order of their keys (cell, write scope): their positions in the mirror, their keys, their int8
         # codes and the codes' scales.
@@ -183,12 +185,12 @@ class Cells:
 
     def cell_of(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's cell (the nearest fine centroid of its nearest coarse one), and how well it fits it."""
-        owner = _nearest(vectors, self.coarse)[0]
+        owner = _nearest(vectors, self.coarse, self.coarse_half)[0]
         cell, fit = np.empty(len(vectors), dtype=np.int64), np.empty(len(vectors), dtype=np.float32)
         for c in np.unique(owner):
             at = np.flatnonzero(owner == c)
             start, end = self.starts[c], self.starts[c + 1]
-            near, fit[at] = _nearest(vectors[at], self.fine[start:end])
+            near, fit[at] = _nearest(vectors[at], self.fine[start:end], self.fine_half[start:end])
             cell[at] = start + near
         return cell, fit
 
@@ -201,17 +203,21 @@ class Cells:
         candidates at once, without padding every coarse cell to the largest one's size (a profile at 600k rows
         had that partition at 8% of a batch)."""
         count, k = len(vectors), min(COARSE_PROBES, len(self.coarse))
-        coarse_fits = _fit(vectors, self.coarse)
+        coarse_fits = _fit(vectors, self.coarse, self.coarse_half)
         coarse = _top(coarse_fits, k)  # (vectors, k)
         nearest = coarse_fits.argmax(axis=1)
         probes = min(PROBES, int(np.diff(self.starts)[coarse].sum(axis=1).min()))  # (few cells: all of them)
         best = np.full((count, k, probes), -np.inf, dtype=np.float32)  # each coarse cell's best, and their cells
         cells = np.zeros((count, k, probes), dtype=np.int64)
         own = np.empty(count, dtype=np.int64)
-        for c in np.unique(coarse).tolist():
-            lines, slots = np.nonzero(coarse == c)
+        # Each coarse cell's readers (vector, slot), grouped by one sort: not a pass over all of them per cell.
+        order = np.argsort(coarse.ravel(), kind="stable")
+        edges = np.searchsorted(coarse.ravel()[order], np.arange(len(self.coarse) + 1))
+        readers, reader_slots = np.divmod(order, k)
+        for c in np.flatnonzero(np.diff(edges)).tolist():
+            lines, slots = readers[edges[c] : edges[c + 1]], reader_slots[edges[c] : edges[c + 1]]
             start, end = self.starts[c], self.starts[c + 1]
-            fits = _fit(vectors[lines], self.fine[start:end])
+            fits = _fit(vectors[lines], self.fine[start:end], self.fine_half[start:end])
             top = _top(fits, min(probes, end - start))
             best[lines, slots, : top.shape[1]] = np.take_along_axis(fits, top, axis=1)
             cells[lines, slots, : top.shape[1]] = start + top
@@ -270,18 +276,27 @@ def _top(scores: np.ndarray, count: int) -> np.ndarray:
     return np.argpartition(scores, width - count, axis=1)[:, width - count :]
 
 
-def _fit(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """How well each vector fits each centroid, greater is nearer: v.c - |c|^2 / 2 orders centroids as the Euclidean
-    distance does (|v| is the same for all)."""
-    return vectors @ centroids.T - (centroids * centroids).sum(axis=1) / 2
+def _half_norms(centroids: np.ndarray) -> np.ndarray:
+    return (centroids * centroids).sum(axis=1) / 2
 
 
-def _nearest(vectors: np.ndarray, centroids: np.ndarray, step: int = 65_536) -> tuple[np.ndarray, np.ndarray]:
+def _fit(vectors: np.ndarray, centroids: np.ndarray, half_norms: np.ndarray) -> np.ndarray:
+    """How well each vector fits each centroid (`half_norms`: `_half_norms(centroids)`), greater is nearer:
+    v.c - |c|^2 / 2 orders centroids as the Euclidean distance does (|v| is the same for all)."""
+    fits = vectors @ centroids.T
+    fits -= half_norms
+    return fits
+
+
+def _nearest(
+    vectors: np.ndarray, centroids: np.ndarray, half_norms: np.ndarray | None = None, step: int = 65_536
+) -> tuple[np.ndarray, np.ndarray]:
     """Each vector's nearest centroid, and its fit to it; in steps, so a million rows need no (rows x centroids)
     matrix."""
+    half_norms = _half_norms(centroids) if half_norms is None else half_norms
     nearest, fit = np.zeros(len(vectors), dtype=np.int64), np.zeros(len(vectors), dtype=np.float32)
     for at in range(0, len(vectors), step):
-        fits = _fit(vectors[at : at + step], centroids)
+        fits = _fit(vectors[at : at + step], centroids, half_norms)
         nearest[at : at + step] = fits.argmax(axis=1)
         fit[at : at + step] = np.take_along_axis(fits, nearest[at : at + step, None], axis=1)[:, 0]
     return nearest, fit
