@@ -1,4 +1,5 @@
-"""The in-process vector mirror answers exactly as the ClickHouse scan does, and never serves a stale row."""
+"""The in-process vector mirror answers as the ClickHouse scan does (its floats to a unit of their sixth decimal), and
+never serves a stale row."""
 
 import time
 
