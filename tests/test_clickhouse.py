@@ -70,6 +70,30 @@ def test_rowbinary_decoding_matches_the_driver(backend):
         assert [got[0], got[1], got[3], got[4], got[5]] == [want[0], want[1], list(want[3]), want[4], want[5]]
 
 
+def test_timestamps_are_stored_to_the_millisecond_whether_a_block_holds_one_moment_or_many(backend):
+    """A write's rows share one moment (encoded once for the block); rows of different moments, and a naive
+    timestamp (UTC here), are each stored as given (to the millisecond, which these are)."""
+    from datetime import timedelta
+
+    org = f"ts-{uuid.uuid4().hex[:8]}"
+    moment = datetime(2026, 5, 7, 10, 11, 12, 345000, tzinfo=UTC)
+    blocks = {
+        "same": [moment, moment, moment],
+        "apart": [moment, moment + timedelta(days=1, milliseconds=7), moment.replace(tzinfo=None)],
+    }
+    for op, moments in blocks.items():
+        rows = [
+            {"org": org, "namespace": "n", "op": op, "actor": f"a{i}", "created_at": m} for i, m in enumerate(moments)
+        ]
+        clickhouse.insert("agent_events", rows)
+    for op, moments in blocks.items():
+        stored = clickhouse.query_rows(
+            "SELECT created_at FROM agent_events WHERE org = {org:String} AND op = {op:String} ORDER BY actor",
+            {"org": org, "op": op},
+        )
+        assert [row[0] for row in stored] == [m.replace(tzinfo=UTC) for m in moments]
+
+
 def test_rows_inserted_later_arrive_on_their_own(backend):
     """An op's usage row is inserted off the request path, by a thread that flushes every LATER_SECONDS."""
     from datetime import UTC, datetime

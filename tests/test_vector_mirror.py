@@ -476,7 +476,10 @@ def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_c
     assert len(cells.coarse) > cells_module.COARSE_PROBES and sizes.min() < sizes.max()  # coarse cells of unequal sizes
     queries = np.concatenate([vectors(150, rng), rows[:150]])  # new values, and values near rows' cells
     probes, own = cells.probed(queries)
-    assert (own == cells.cell_of(queries)[0]).all()
+    placed, fit = cells.cell_of(queries)  # the placement `probed` kept for these vectors (a write places them next)
+    cells.placed = None
+    found, found_fit = cells.cell_of(queries)
+    assert (own == found).all() and (placed == found).all() and np.allclose(fit, found_fit, atol=1e-5)
     for query, found in zip(queries, probes):
         coarse_fits = cells_module._fit(query[None], cells.coarse, cells.coarse_half)[0]
         coarse = np.argsort(-coarse_fits)[: cells_module.COARSE_PROBES]

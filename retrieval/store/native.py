@@ -75,6 +75,8 @@ def encode_column(ch_type: str, values: list) -> bytes:
         return _strings(values)
     if match := _DATETIME64.match(ch_type):
         scale = 10 ** int(match.group(1))
+        if values and values.count(values[0]) == len(values):  # a batch's timestamps: one moment
+            return np.full(len(values), _ticks(values[0], scale), dtype="<i8").tobytes()
         return np.asarray([_ticks(value, scale) for value in values], dtype="<i8").tobytes()
     if match := _ENUM8.match(ch_type):
         codes = {name: int(code) for name, code in re.findall(r"'([^']*)'\s*=\s*(-?\d+)", match.group(1))}
