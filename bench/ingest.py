@@ -184,12 +184,17 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
     print(
         f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded; {values}"
     )
-    print(f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}{'mirror MB':>11}")
+    # CPU a batch: the writing thread's, and the whole process's (the engine's inserts and merges, the mirror's
+    # background passes): on 2 cores, a window whose engine works more runs the writing thread slower too.
+    print(
+        f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}{'mirror MB':>11}"
+        f"{'thread CPU ms':>15}{'process CPU ms':>16}"
+    )
     window, rows, started = 10 * size, 0, None
     began, aside = time.perf_counter(), 0.0  # aside: the marks' baselines, left out of the whole grow's rate
     for at in range(0, total, size):
         if at + window in marks:
-            started = time.perf_counter()
+            started, thread_cpu, process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
         batch = items(size, 0)
         for i, item in enumerate(batch):
             item["memory_key"] = f"grown.{at + i}"
@@ -198,12 +203,18 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
         rows = at + size
         if rows in marks and started is not None:
             rate = window / (time.perf_counter() - started)
+            thread_cpu = 1000 * (time.thread_time() - thread_cpu) / (window // size)
+            process_cpu = 1000 * (time.process_time() - process_cpu) / (window // size)
             judged = sum(result.write_gates == "judged" for result in results)
             timed = time.perf_counter()
             bare = window / bare_insert([batch] * 10, f"bare-{rows}")
             aside += time.perf_counter() - timed
             held = vector_mirror.held_bytes() / 2**20
-            print(f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}{held:>11,.0f}", flush=True)
+            print(
+                f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}{held:>11,.0f}"
+                f"{thread_cpu:>15,.0f}{process_cpu:>16,.0f}",
+                flush=True,
+            )
             started = None
     # Ten batches swing with the engine's merges; the whole grow does not.
     elapsed = time.perf_counter() - began - aside
