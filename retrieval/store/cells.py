@@ -227,9 +227,8 @@ class Cells:
             best[lines, slots, : top.shape[1]] = np.take_along_axis(fits, top, axis=1)
             cells[lines, slots, : top.shape[1]] = start + top
             home = nearest[lines] == c
-            placed = fits[home].argmax(axis=1)
-            own[lines[home]] = start + placed
-            own_fit[lines[home]] = np.take_along_axis(fits[home], placed[:, None], axis=1)[:, 0]
+            homed, at_home = fits[home], lines[home]
+            own[at_home], own_fit[at_home] = start + homed.argmax(axis=1), homed.max(axis=1)
         self.placed = vectors.copy(), own.copy(), own_fit
         chosen = _top(best.reshape(count, k * probes), probes)
         return np.take_along_axis(cells.reshape(count, k * probes), chosen, axis=1), own

@@ -48,8 +48,6 @@ def _string(value: str | bytes) -> bytes:
 
 
 def _strings(values) -> bytes:
-    if values and values.count(values[0]) == len(values):  # a column one value fills (org, namespace, agent...)
-        return _string(values[0]) * len(values)
     out = bytearray()
     for value in values:
         raw = value.encode() if isinstance(value, str) else value
@@ -67,16 +65,22 @@ def _wire_type(ch_type: str) -> str:
     return _wire_type(match.group(1)) if match else ch_type
 
 
+# Types whose values are encoded one after another, each on its own: a column one value fills is that value's bytes
+# repeated. Not arrays, maps or nullables: their offsets and null masks come before the values.
+_NESTED = ("Array(", "Map(", "Nullable(")
+
+
 def encode_column(ch_type: str, values: list) -> bytes:
     ch_type = _wire_type(ch_type)
+    if len(values) > 1 and not ch_type.startswith(_NESTED) and values.count(values[0]) == len(values):
+        # A column one value fills (org, namespace, agent; a batch's timestamps): encoded once.
+        return encode_column(ch_type, values[:1]) * len(values)
     if ch_type in _FIXED:
         return np.asarray(values, dtype=_FIXED[ch_type]).tobytes()
     if ch_type == "String":
         return _strings(values)
     if match := _DATETIME64.match(ch_type):
         scale = 10 ** int(match.group(1))
-        if values and values.count(values[0]) == len(values):  # a batch's timestamps: one moment
-            return np.full(len(values), _ticks(values[0], scale), dtype="<i8").tobytes()
         return np.asarray([_ticks(value, scale) for value in values], dtype="<i8").tobytes()
     if match := _ENUM8.match(ch_type):
         codes = {name: int(code) for name, code in re.findall(r"'([^']*)'\s*=\s*(-?\d+)", match.group(1))}
