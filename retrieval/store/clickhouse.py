@@ -416,11 +416,18 @@ def encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], byt
     return table, columns, block, len(rows)
 
 
+# Settings of every insert into a table. term_input: its view fans a row out into a memory_terms row per term, and
+# ReplacingMergeTree's pass over an insert block for rows of one key finds none there (a version's terms are
+# distinct, and every read is FINAL anyway): without it, a write batch's postings insert took 36.7 against 52.8 ms
+# here (`docs/benchmarks.md`).
+_INSERT_SETTINGS = {"term_input": {"optimize_on_insert": 0}}
+
+
 def insert_encoded(rows: tuple[str, list[str], bytes, int] | None) -> int:
     if rows is None:
         return 0
     table, columns, block, count = rows
-    _run("raw_insert", table, columns, block, fmt="Native")
+    _run("raw_insert", table, columns, block, fmt="Native", settings=_INSERT_SETTINGS.get(table, {}))
     return count
 
 
