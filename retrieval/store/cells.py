@@ -18,8 +18,8 @@ ones (the same nearest rows found, bench/gates.py). Centroids are means, compare
 embeddings share a large common direction, which unit centroids blur (on real embeddings, 8 probes found 0.986 of
 the gated rows' nearest, against 0.942 with unit centroids). A row far from every centroid (a topic the training
 never saw) has no meaningful cell: it goes to the strays, which every vector reads. Rows added later join their cell
-at once (the next batch reads them); the centroids are retrained once the rows have doubled, or the strays grown,
-since (`due`).
+at once (the next batch reads them); the centroids are retrained once the rows have grown by half, or the strays
+grown, since (`due`).
 
 A cell's rows are kept in order of their write scope (the gates only compare a value with rows of its own scope), so
 a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into 40 sessions of a namespace compared
@@ -45,6 +45,11 @@ ROUNDS = 8  # k-means iterations
 # the centroids are trained again once a few cells' worth more have come.
 STRAYS_TRAINED = 0.01, 2 * ROWS_PER_CELL
 STRAYS_GROWN = 4 * PROBES * ROWS_PER_CELL
+# The centroids are trained again once the rows are this many times those they were trained on: until then the cells
+# fill past ROWS_PER_CELL, and a batch compares as many more pairs. Replaying a grow to 1M rows on the mirror alone,
+# the gates' read took 46-50 ms a batch on average at 1.5, against 54-61 at 2, for 17-18 s of training in the
+# background against 9.5-9.7 (docs/benchmarks.md).
+RETRAIN_GROWTH = 1.5
 # A row's key: (its cell << SCOPE_BITS) + its write scope; the rows are kept in order of it.
 SCOPE_BITS = 32
 # The rows added since the last merge are merged in once they are this share of the rest: a merge passes over every
@@ -133,9 +138,9 @@ class Cells:
         return np.concatenate([self.members[first[0] : first[1]], self.recent_members[recent[0] : recent[1]]])
 
     def due(self) -> bool:
-        """Whether the centroids should be trained again: the rows have doubled since, or the strays grew."""
+        """Whether the centroids should be trained again: the rows grew RETRAIN_GROWTH times since, or the strays grew."""
         grown = len(self.held(self.stray)) - self.strays_trained
-        return self.rows >= 2 * self.trained_on or grown > STRAYS_GROWN
+        return self.rows >= RETRAIN_GROWTH * self.trained_on or grown > STRAYS_GROWN
 
     def extend(self, vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> None:
         """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells, among the recent rows
@@ -207,7 +212,7 @@ class Cells:
         places it: the nearest coarse cell is among those compared. Each coarse cell's fine centroids are compared
         with its readers in one product, into `widest` slots per (vector, coarse cell), and each vector's PROBES
         nearest are partitioned out of its slots once: a partition per coarse cell (~60 a batch at a million rows)
-        took 16.0 ms a batch against 11.6 (12.0 against 8.7 on bench/ingest.py's vectors)."""
+        took 16.0 ms a batch against 11.6 (11.9 against 8.7 on bench/ingest.py's vectors)."""
         count, k = len(vectors), min(COARSE_PROBES, len(self.coarse))
         coarse_fits = _fit(vectors, self.coarse, self.coarse_half)
         coarse = _top(coarse_fits, k)  # (vectors, k)

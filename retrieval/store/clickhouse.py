@@ -418,8 +418,8 @@ def encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], byt
 
 # Settings of every insert into a table. term_input: its view fans a row out into a memory_terms row per term, and
 # ReplacingMergeTree's pass over an insert block for rows of one key finds none there (a version's terms are
-# distinct, and every read is FINAL anyway): without it, a write batch's postings insert took 36.7 against 52.8 ms
-# here (`docs/benchmarks.md`).
+# distinct, and every read is FINAL anyway): a write batch's postings insert took 52.8 ms with the pass here, 36.7
+# without it (`docs/benchmarks.md`).
 _INSERT_SETTINGS = {"term_input": {"optimize_on_insert": 0}}
 
 
