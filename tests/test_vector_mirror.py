@@ -406,25 +406,14 @@ def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_querie
     assert [[hit[0] for hit in top[:10]] for top in found] == [[hit[0] for hit in top[:10]] for top in exact]
 
 
-# A cell's rows of a scope read by few of a batch's values are compared pair by pair with the other such blocks',
-# the rest by a pass over the cell's codes (vector_mirror.FEW_PAIRS): each way alone finds the same rows.
-EVERY_BLOCK_ONE_WAY = pytest.mark.parametrize("few_pairs", [0, 10**9], ids=["passes", "pairs"])
-
-
-@EVERY_BLOCK_ONE_WAY
-def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(
-    settings, monkeypatch, few_pairs
-):
+def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(settings):
     """From LOOM_WRITE_GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
     (retrieval/store/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
     the cells were trained are found too (nearly all of those of a topic the training never saw), and a retired
     row, another scope's row or the key's own row never is."""
     import numpy as np
 
-    from retrieval.store import vector_mirror
     from tests.synthetic import mirror, unit, vectors
-
-    monkeypatch.setattr(vector_mirror, "FEW_PAIRS", few_pairs)
 
     rng = np.random.default_rng(11)
     values = vectors(20_000, rng)
@@ -488,10 +477,9 @@ def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_c
         assert set(found.tolist()) == set(candidates[np.argsort(-fits)[: cells_module.PROBES]].tolist())
 
 
-@EVERY_BLOCK_ONE_WAY
 @pytest.mark.parametrize("recent_share", [10.0, 0.0], ids=["recent", "merged"])
 def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(
-    settings, monkeypatch, few_pairs, recent_share
+    settings, monkeypatch, recent_share
 ):
     """A namespace written in many sessions: the cells keep their rows in order of (cell, write scope) and a value is
     compared with its own scope's slice only. What the cells find equals the exact comparison, rows added after
@@ -500,10 +488,8 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     import numpy as np
 
     from retrieval.store import cells as cells_module
-    from retrieval.store import vector_mirror
     from tests.synthetic import mirror, unit, vectors
 
-    monkeypatch.setattr(vector_mirror, "FEW_PAIRS", few_pairs)
     monkeypatch.setattr(cells_module, "RECENT_SHARE", recent_share)
 
     from retrieval.store.cells import SCOPE_BITS

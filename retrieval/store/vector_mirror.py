@@ -52,7 +52,7 @@ from django.conf import settings
 from retrieval import metrics
 from retrieval.language import text
 from retrieval.store import change_marker, clickhouse, native, reads
-from retrieval.store.cells import Blocks, Cells
+from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
 log = logging.getLogger(__name__)
@@ -649,46 +649,11 @@ class Vectors:
                     matrix = self.values[:size] if len(in_scope) == size else self.values[in_scope]  # all: no copy
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
-                query_codes = _coded(vectors)[0]  # a query's scale orders no row differently
-                merged, recent = cells.blocks(vectors, codes)
-                few_lines, few_rows, few_scores = [], [], []
-                for read in merged, recent:
-                    sizes = read.end - read.start
-                    few = read.count * sizes <= FEW_PAIRS  # blocks of few (value, row) pairs: scored together below
-                    for start, end, first, count in zip(
-                        *(part[~few].tolist() for part in (read.start, read.end, read.first, read.count))
-                    ):
-                        group, members = read.readers[first : first + count], read.members[start:end]
-                        block, scales = self._codes_of(read is merged, cells, slice(start, end), members)
-                        # In place, in float32: a batch compares up to millions of (row, member) pairs here.
-                        approx = _cdist(query_codes[group], block, metric="dot")
-                        approx *= scales
-                        np.copyto(approx, -np.inf, where=~live[members])
-                        _candidates(group, members, approx, lines, rows)
-                    # The blocks of few pairs: their live rows' codes gathered, each pair scored once.
-                    pair_lines, places = _pairs(read, few)
-                    pair_rows = read.members[places]
-                    kept = live[pair_rows]  # (a retired row keeps its place in its cell)
-                    if kept.any():  # (simsimd refuses empty arrays)
-                        pair_lines, places, pair_rows = pair_lines[kept], places[kept], pair_rows[kept]
-                        block, scales = self._codes_of(read is merged, cells, places, pair_rows)
-                        few_scores.append(np.asarray(simsimd.dot(block, query_codes[pair_lines])) * scales)
-                        few_lines.append(pair_lines)
-                        few_rows.append(pair_rows)
-                if few_lines:
-                    few_lines, few_rows = np.concatenate(few_lines), np.concatenate(few_rows)
-                    best = _two_best(few_lines, np.concatenate(few_scores))
-                    lines.append(few_lines[best])
-                    rows.append(few_rows[best])
+                best = cells.two_best(vectors, codes, _coded(vectors)[0], live, self.codes, self.scales)
+                if (found := best >= 0).any():
+                    lines.append(np.nonzero(found)[0])
+                    rows.append(best[found])
             return self._best(vectors, keys, lines, rows)
-
-    def _codes_of(self, merged: bool, cells: Cells, places, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The codes and scales of rows a batch reads: the merged rows' from the cells (`places` in their run, where
-        a block's rows are side by side: gathering them from the mirror's write order cost a random read a row, ~11%
-        of a batch at 1M rows), the recent rows' from the mirror (`rows`)."""
-        if merged:
-            return cells.codes[places], cells.scales[places]
-        return self.codes[rows], self.scales[rows]
 
     def _best(
         self, vectors: np.ndarray, keys: list[str], lines: list, rows: list
@@ -755,11 +720,6 @@ class Postings:
     length: int  # their values' total length in terms
     terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # term: (positions, tf, value length)
 
-
-# A block (a cell's rows of one scope, and the batch's values that read them) of at most this many pairs is scored
-# with the other such blocks' pairs in one pass: a pass of its own costs ~45 us whatever its size, and at 300k rows in
-# 40 sessions a 500-row batch reads ~3,000 blocks of a few rows each (bench/gates.py --sessions 40).
-FEW_PAIRS = 128
 
 # Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
 WORDS_STEP = 2_000
@@ -832,17 +792,6 @@ def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
     order = np.argsort(lines * span - scores.astype(np.float64))
     first = np.r_[True, lines[order][1:] != lines[order][:-1]]
     return order[first | np.r_[False, first[:-1]]]
-
-
-def _pairs(read: Blocks, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (line, place) pair of the `chosen` blocks: each of a block's readers with each of its rows' places in
-    the run (`read.members[place]` is the row); in one pass over all of them."""
-    first, count, start = read.first[chosen], read.count[chosen], read.start[chosen]
-    size = read.end[chosen] - start
-    pairs = count * size
-    block = np.repeat(np.arange(len(pairs)), pairs)
-    within = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)  # a pair's place in its block
-    return read.readers[first[block] + within // size[block]], start[block] + within % size[block]
 
 
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
