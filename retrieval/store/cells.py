@@ -274,27 +274,29 @@ class Cells:
         best = np.full((len(vectors), 2), -1, dtype=np.int64)
         scores = np.full(best.shape, -np.inf, dtype=np.float32)
         merged, recent = self.blocks(vectors, scopes)
-        kernel = _compiled_two_best()
+        kernel = _compiled_pass()
         kernel(*merged, self.codes, self.scales, False, live, queries, best, scores)
         kernel(*recent, codes, scales, True, live, queries, best, scores)
         return best
 
 
 @functools.cache
-def _compiled_two_best():
-    """`_two_best`, compiled (cached on disk): numba is imported here, on a large namespace's first gated write, since
-    it adds half a second and ~64 MB to a process that imports it."""
+def _compiled_pass():
+    """`_pass_over_pairs`, compiled (cached on disk). numba is imported here, on a large namespace's first gated
+    write: it adds half a second and ~64 MB to a process that imports it."""
     import numba
 
-    return numba.njit(cache=True, nogil=True)(_two_best)
+    return numba.njit(cache=True, nogil=True)(_pass_over_pairs)
 
 
-def _two_best(start, end, first, count, readers, members, codes, scales, by_row, live, queries, best, scores) -> None:
+def _pass_over_pairs(
+    start, end, first, count, readers, members, codes, scales, by_row, live, queries, best, scores
+) -> None:
     """Into `best` and `scores`: each reader's two best live rows of the blocks (a `Blocks`' arrays), by the dot
     product of its query's codes with the rows' (`codes` and `scales` at a row's place in the run, or at the row when
     `by_row`). One compiled pass over the pairs, nothing gathered: with numpy, a batch's pairs were gathered (their
-    codes and queries' codes, ~30 MB a batch at 400k rows in 40 sessions), scored and sorted, 20-23 ms a batch against
-    5.3-5.7 compiled; a block of many pairs scores as fast as simsimd's cdist did (bench/gates.py)."""
+    codes and queries' codes, ~30 MB a batch at 400k rows in 40 sessions), scored and sorted, 20-26 ms a batch against
+    5.3-7.0 compiled; a block of many pairs scores as fast as simsimd's cdist did (bench/gates.py)."""
     dim = queries.shape[1]
     for block in range(len(start)):
         for read in range(first[block], first[block] + count[block]):
