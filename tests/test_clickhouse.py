@@ -35,6 +35,13 @@ def test_the_tables_every_write_appends_to_merge_ten_parts_at_a_time(backend):
         assert "merge_selector_base = 10" in created, table
 
 
+def test_the_embedded_engines_merges_run_at_the_lowest_cpu_priority():
+    """They share the service's cores: a merge takes them when the service leaves them idle (clickhouse.py)."""
+    assert clickhouse.backend() == "embedded"
+    nice = "SELECT value FROM system.server_settings WHERE name = 'os_threads_nice_value_merge_mutate'"
+    assert clickhouse.query_value(nice) == "19"
+
+
 def test_a_second_process_on_the_same_data_directory_is_told_why_and_by_whom(tmp_path):
     """The embedded engine allows one process per directory: the second gets a clear error naming the owner, not a
     hang."""

@@ -44,6 +44,23 @@ def test_a_texts_words_are_the_runs_of_word_characters_whatever_its_characters(v
     assert text.tokens(value) == re.findall(r"\w+", value.lower())
 
 
+@given(st.lists(st.lists(st.text(min_size=1), max_size=8), max_size=6))
+def test_remembered_stems_are_the_stemmers_however_full_the_memory(texts):
+    # Stems are kept by word between writes (a dict lookup is a tenth of the stemmer's own cache): a text's stems are
+    # the stemmer's whether its words were known, new, or the memory was emptied for being full meanwhile.
+    for words in texts + texts:
+        assert text.stems(words) == text._stemmer.stemWords(words)
+    assert len(text._STEMS) <= text._STEMS_HELD + sum(map(len, texts))
+
+
+def test_the_remembered_stems_are_emptied_once_full(monkeypatch):
+    monkeypatch.setattr(text, "_STEMS_HELD", 3)
+    text._STEMS.clear()
+    assert text.stems(["running", "dogs", "cats", "ran"]) == ["run", "dog", "cat", "ran"]
+    assert text.stems(["walked"]) == ["walk"]
+    assert text._STEMS == {"walked": "walk"}
+
+
 def test_chunks_cover_the_value_with_overlap_on_word_boundaries():
     value = " ".join(f"word{i}" for i in range(400))
     passages = chunking.split(value, 200, 40)

@@ -171,7 +171,7 @@ class Vectors:
             self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
             self.bits[start:end] = _signs(self.values[start:end])
             staged.visible = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
-            self.dated[start:end] = [_ms(row["dated_at"]) for _, row in fresh]
+            self.dated[start:end] = _dates([row["dated_at"] for _, row in fresh])
             codes = self.scope_ids
             self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
             if self.cells is not None:
@@ -841,6 +841,13 @@ def _held(rid: RowId) -> RowId:
 def _ms(moment) -> np.datetime64:
     """A timezone-aware datetime as numpy's UTC milliseconds (ClickHouse keeps dated_at to the millisecond)."""
     return np.datetime64(moment.replace(tzinfo=None) - moment.utcoffset(), "ms")
+
+
+def _dates(moments: list) -> list[np.datetime64]:
+    """`_ms` of each, every distinct moment converted once: a write's rows share theirs (3.6 ms a batch of 500 one at
+    a time)."""
+    converted = {moment: _ms(moment) for moment in set(moments)}
+    return [converted[moment] for moment in moments]
 
 
 def _identity(row: dict) -> tuple:
