@@ -237,9 +237,9 @@ def _connect(dsn: str, timeout: Timeout = None):
 
 # The embedded engine's startup settings. Its background merges run at the lowest CPU priority: they share the
 # service's cores, and a write waits for its own statements, never for a merge, so a merge should take the cores only
-# when the service leaves them idle. Grows to 400k rows ran 2,181-2,255 writes a second so against 2,037-2,113 at the
-# engine's default (docs/benchmarks.md). The engine applies it only with CAP_SYS_NICE (as root, in a container that
-# grants it), and is otherwise as before.
+# when the service leaves them idle. Grows to 400k rows ran 2,181-2,255 writes a second with it, 2,037-2,113 at the
+# engine's default (docs/benchmarks.md). The engine applies it only with CAP_SYS_NICE (as root, or in a container
+# granted it); without, merges run at the service's priority.
 _EMBEDDED_ENGINE = {"os_threads_nice_value_merge_mutate": 19}
 
 
