@@ -4,8 +4,11 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from datetime import UTC, datetime
+
+import pytest
 
 from retrieval.store import clickhouse, schema
 
@@ -204,3 +207,45 @@ def test_rows_inserted_beside_the_caller_are_in_once_its_future_is_done_table_by
     assert inserts == ["INSERT INTO entity_mentions", "INSERT INTO entity_edges"]
     for table in ("entity_mentions", "entity_edges"):
         assert clickhouse.query_value(f"SELECT count() FROM {table} WHERE org = {{org:String}}", {"org": key}) == 1
+
+
+def mentions_of(org: str) -> int:
+    return clickhouse.query_value("SELECT count() FROM entity_mentions WHERE org = {org:String}", {"org": org})
+
+
+def a_mention(org: str, entity: str) -> dict:
+    row = {"org": org, "namespace": "default", "entity": entity, "memory_key": entity, "agent": "a", "session_id": ""}
+    return row | {"version": 1, "revision": 1, "status": "active", "created_at": datetime.now(UTC)}
+
+
+def test_a_table_is_stored_while_the_caller_still_encodes_the_next_and_a_callable_runs_in_its_turn(backend):
+    """A write's vectors go into the engine while its `memories` rows are still being encoded. Here the caller's next
+    step waits until the first table is in: encoding every step before storing any would never get there."""
+    org = f"stream-{uuid.uuid4().hex[:8]}"
+    seen = []
+
+    def steps():
+        yield "entity_mentions", [a_mention(org, "ada")]
+        deadline = time.monotonic() + 30
+        while mentions_of(org) == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mentions_of(org) == 1, "the first table was not stored before the next was encoded"
+        yield lambda: seen.append(mentions_of(org)) or "ran"
+        yield "entity_mentions", [a_mention(org, "bob")]
+
+    assert clickhouse.inserting(steps()).result(timeout=30) == [1, "ran", 1]
+    assert seen == [1] and mentions_of(org) == 2  # the callable ran after the table before it, before the next
+
+
+def test_a_step_that_cannot_be_encoded_stops_the_steps_after_it_and_nothing_is_left_running(backend):
+    org = f"stream-{uuid.uuid4().hex[:8]}"
+    ran = []
+    steps = [
+        ("entity_mentions", [a_mention(org, "ada")]),
+        ("entity_mentions", [a_mention(org, "bob") | {"version": "not a number"}]),
+        lambda: ran.append(True),
+    ]
+    with pytest.raises(ValueError, match="not a number"):
+        clickhouse.inserting(steps)
+    # The step before it is in, already (the caller waited for the worker); nothing after it ran.
+    assert mentions_of(org) == 1 and ran == []

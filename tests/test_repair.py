@@ -30,12 +30,13 @@ def repair(org: str, *options: str) -> str:
     return out.getvalue().strip()
 
 
-def failed_write(agent, monkeypatch, key: str, value: str) -> None:
-    """memory.set of this value failing at its `memories` insert (its commit), as when ClickHouse goes mid-batch."""
+def failed_write(agent, monkeypatch, key: str, value: str, at: str = "memories") -> None:
+    """memory.set of this value failing at its insert into `at` (by default `memories`, its commit), as when
+    ClickHouse goes mid-batch."""
     stored = clickhouse.insert_encoded  # (every insert's last step)
 
     def insert(rows):
-        if rows is not None and rows[0] == "memories":
+        if rows is not None and rows[0] == at:
             raise clickhouse.ClickHouseUnavailable("ClickHouse is unavailable: gone mid-batch")
         return stored(rows)
 
@@ -61,6 +62,19 @@ def test_a_write_that_failed_before_its_memories_row_is_swept(backend, agent, mo
     assert repair(org, "--grace-minutes", "0") == "nothing to sweep"
     agent.set({"memory_key": "lost", "value": "Backups are copied to Frankfurt"})  # the write, again, stands
     assert agent.hits("backups copied to frankfurt", min_similarity=0)[0] == "lost"
+
+
+def test_a_write_whose_term_rows_failed_stores_no_memories_row_though_its_vectors_went_in_beside(
+    backend, agent, monkeypatch
+):
+    """The term rows are stored beside the gates and the vectors, and `memories` waits for both: a write whose term
+    rows failed is never committed, and what it left is swept."""
+    org = agent_org(agent)
+    failed_write(agent, monkeypatch, "lost", "Backups are copied to Frankfurt", at="term_input")
+    assert live(org, "lost", "memories") == 0 and live(org, "lost", "memory_terms") == 0
+    assert agent.hits("backups copied to frankfurt", min_similarity=0) == []
+    assert repair(org, "--grace-minutes", "0") == "swept 1 row versions a failed write left behind"
+    assert live(org, "lost", "memory_embeddings") == 0
 
 
 def test_a_write_still_in_flight_is_left_alone(backend, agent, monkeypatch):

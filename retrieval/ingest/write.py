@@ -142,17 +142,17 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
             for plan in plans:
                 plan.result.embedding_pending = bool(plan.row and plan.row["embedding_model"])
         # The new versions' chunks, terms and entity graph hold nothing the gates decide: they are inserted while the
-        # gates judge (the engine works beside the gates' Python; the rows are made here, not beside, where their
-        # Python would wait for the gates' turns at the GIL). No reader serves them before `memories` holds their
-        # version, which is stored last, as before.
+        # gates judge and `_store` stores the vectors (the engine works beside the Python; the rows are made here,
+        # not beside, where their Python would wait for the gates' turns at the GIL). No reader serves them before
+        # `memories` holds their version, which is stored last, once they are in.
         chunks, side_rows = _new_side_rows(plans)
         stored = clickhouse.inserting(side_rows)
         try:
             write_gates.judge(scope, plans)
+            _store(scope, plans, chunks, stored)
         finally:
             futures.wait([stored])  # nothing of the batch left running once its locks are released
         stored.result()
-        _store(scope, plans, chunks)
     return [plan.result for plan in plans]
 
 
@@ -365,10 +365,10 @@ def _new_side_rows(plans: list[_Plan]) -> tuple[list[dict], list[tuple[str, list
     return chunks, [("memory_chunks", chunks), ("term_input", terms), *graph.tables()]
 
 
-def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
-    """The rest of the batch, once its side rows (`_new_side_rows`) are stored: vectors, the superseded versions'
-    retirement, and `memories` last. The vector mirror holds the new rows (hidden) while the engine stores them, and
-    shows them once `memories` holds them."""
+def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.Future) -> None:
+    """The rest of the batch, while its side rows (`_new_side_rows`) are still being stored: vectors, the superseded
+    versions' retirement, and `memories` last, once the side rows are in. The vector mirror holds the new rows
+    (hidden) while the engine stores them, and shows them once `memories` holds them."""
     changed = [plan for plan in plans if plan.row]
     if not changed:
         return
@@ -382,19 +382,15 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict]) -> None:
         if plan.previous
     ]
     rows = [plan.row for plan in changed]
-    vectors = clickhouse.encoded("memory_embeddings", embeddings)
-    term_rows = clickhouse.encoded(
-        "term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]
+    storing = clickhouse.inserting(
+        [
+            ("memory_embeddings", embeddings),
+            ("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]),
+            lambda: retire_side_rows(scope, retired, SUPERSEDED, revision),
+            side.result,  # raises, and stores no `memories` row, when the side rows failed
+            ("memories", rows + superseded),
+        ]
     )
-    memory_rows = clickhouse.encoded("memories", rows + superseded)
-
-    def statements() -> None:
-        clickhouse.insert_encoded(vectors)
-        clickhouse.insert_encoded(term_rows)
-        retire_side_rows(scope, retired, SUPERSEDED, revision)
-        clickhouse.insert_encoded(memory_rows)
-
-    storing = clickhouse.beside(statements)
     try:
         show = vector_mirror.staged(scope.org, scope.namespace, embeddings, rows)
     finally:

@@ -17,9 +17,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from queue import SimpleQueue
 from typing import Any
 
 import clickhouse_connect
@@ -406,11 +407,34 @@ def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
     return insert_encoded(encoded(table, list(rows)))
 
 
-def inserting(tables: list[tuple[str, list[dict[str, Any]]]]) -> Future:
-    """Insert each table's rows, in this order, beside the caller's work: encoded here, inserted by a worker thread.
-    Encoding is Python, which would contend with the caller's for the GIL; the engine's insert releases it."""
-    blocks = [encoded(table, rows) for table, rows in tables]
-    return beside(lambda: [insert_encoded(block) for block in blocks])
+def inserting(steps: Iterable[tuple[str, list[dict[str, Any]]] | Callable[[], Any]]) -> Future:
+    """Run each step, in this order, beside the caller's work: a (table, rows) is encoded here and inserted by a
+    worker thread; a callable (a statement of its own) runs in the worker as it is. Encoding is Python, which in the
+    worker would contend with the caller's for the GIL; the engine's insert releases it. Each table is encoded while
+    the worker stores the step before it: a write's vectors are in the engine while its `memories` rows are still
+    being encoded. A step whose encoding raises is not run, nor any after it; the caller gets the error once the
+    steps before it are done."""
+    queue: SimpleQueue = SimpleQueue()
+
+    def each() -> list:
+        done = []
+        while (step := queue.get()) is not _NO_MORE:
+            done.append(step() if callable(step) else insert_encoded(step))
+        return done
+
+    worker = beside(each)
+    try:
+        for step in steps:
+            queue.put(step if callable(step) else encoded(*step))
+    except BaseException:
+        queue.put(_NO_MORE)
+        wait([worker])  # nothing of the caller's left running once it fails
+        raise
+    queue.put(_NO_MORE)
+    return worker
+
+
+_NO_MORE = object()
 
 
 def encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], bytes, int] | None:
@@ -427,8 +451,9 @@ def encoded(table: str, rows: list[dict[str, Any]]) -> tuple[str, list[str], byt
 # Settings of every insert into a table. term_input: its view fans a row out into a memory_terms row per term, and
 # ReplacingMergeTree's pass over an insert block for rows of one key finds none there (a version's terms are
 # distinct, and every read is FINAL anyway): a write batch's postings insert took 52.8 ms with the pass here, 36.7
-# without it (`docs/benchmarks.md`).
-_INSERT_SETTINGS = {"term_input": {"optimize_on_insert": 0}}
+# without it (`docs/benchmarks.md`). Its two views (postings, corpus statistics) make their parts side by side, not
+# one after the other: a batch's insert took 45.2 ms so, against 55.4 (median of 16 batches each, alternated).
+_INSERT_SETTINGS = {"term_input": {"optimize_on_insert": 0, "parallel_view_processing": 1}}
 
 
 def insert_encoded(rows: tuple[str, list[str], bytes, int] | None) -> int:
