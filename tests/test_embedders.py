@@ -29,6 +29,15 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path, local, set
         embedders.LocalEmbedder("local:minilm", tmp_path, embedders.LocalEmbedder.MINILM_SHA256)
 
 
+def test_loading_the_local_embedder_writes_nothing_outside_its_model_directory(local, tmp_path, monkeypatch, settings):
+    monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where fastembed would make its download cache
+    directory = settings.VAR_DIR / "models" / "minilm"
+    before = sorted(directory.iterdir())
+    assert embedders.LocalEmbedder("local:minilm", directory, embedders.LocalEmbedder.MINILM_SHA256).dim == 384
+    assert list(tmp_path.iterdir()) == [] and sorted(directory.iterdir()) == before
+
+
 @pytest.mark.parametrize(
     "model,provider",
     [

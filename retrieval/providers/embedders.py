@@ -102,8 +102,12 @@ class LocalEmbedder:
             if found != sha256:
                 raise ImproperlyConfigured(f"{directory / 'model.onnx'}: sha256 {found} is not the pinned {sha256}")
         self.model_name = model_name
+        # cache_dir: the model's own directory, or fastembed makes an empty download cache in the temp directory.
         self._model = TextEmbedding(
-            "sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(directory), local_files_only=True
+            "sentence-transformers/all-MiniLM-L6-v2",
+            specific_model_path=str(directory),
+            local_files_only=True,
+            cache_dir=str(directory),
         )
         self.dim = len(self.embed("probe"))  # the real width, probed at load
 
