@@ -61,7 +61,6 @@ def numpy_baseline(scope: Scope, questions: list[str], top_k: int) -> list[float
     rows = clickhouse.query_decoded(  # as numpy arrays: a million rows as Python floats took ~20 GB here
         "SELECT value_vector FROM memory_embeddings FINAL WHERE org = {org:String} AND namespace = {ns:String}",
         {"org": scope.org, "ns": scope.namespace},
-        ["Array(Float32)"],
     )
     matrix = np.stack([row[0] for row in rows]).astype(np.float32, copy=False)
     del rows

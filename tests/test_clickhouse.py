@@ -62,22 +62,26 @@ def test_a_second_process_on_the_same_data_directory_is_told_why_and_by_whom(tmp
     assert f"in use by another process (PID {os.getpid()}, started " in done.stdout
 
 
-def test_rowbinary_decoding_matches_the_driver(backend):
+def test_bulk_decoding_matches_the_driver(backend):
     import numpy as np
 
     sql = (
         "SELECT {s:String} AS s, toUInt64(18446744073709551615) AS u, [0.5, -1.25]::Array(Float32) AS v, "
-        "['x', {s:String}] AS a, toDateTime64('2024-05-07 10:11:12.345', 3, 'UTC') AS d, toFloat32(0.25) AS f "
+        "['x', {s:String}] AS a, toDateTime64('2024-05-07 10:11:12.345', 3, 'UTC') AS d, toFloat32(0.25) AS f, "
+        "CAST('active' AS LowCardinality(String)) AS st, if(number = 1, NULL, d) AS maybe, "
+        "arrayMap(x -> toFloat32(x * number), range(number + 1)) AS ragged "
         "FROM numbers(3)"
     )
-    params = {"s": "ünïcode " + "long " * 40}  # over 127 bytes: a two-byte length
-    types = ["String", "UInt64", "Array(Float32)", "Array(String)", "DateTime64(3, 'UTC')", "Float32"]
-    decoded = clickhouse.query_decoded(sql, params, types)
+    params = {"s": "ünïcode " + "long " * 40}
+    decoded = clickhouse.query_decoded(sql, params)
     expected = clickhouse.query_rows(sql, params)
     assert len(decoded) == 3
     for got, want in zip(decoded, expected):
-        assert isinstance(got[2], np.ndarray) and got[2].tolist() == list(want[2])
-        assert [got[0], got[1], got[3], got[4], got[5]] == [want[0], want[1], list(want[3]), want[4], want[5]]
+        assert isinstance(got[2], np.ndarray) and got[2].dtype == np.float32 and got[2].tolist() == list(want[2])
+        assert got[8].tolist() == list(want[8])  # each row's own slice of the column's floats
+        assert got[4].tzinfo is UTC and (got[7] is None or got[7].tzinfo is UTC)
+        assert [got[0], got[1], got[3], *got[4:8]] == [want[0], want[1], list(want[3]), *want[4:8]]
+    assert clickhouse.query_decoded("SELECT 1 AS x FROM numbers(0)", {}) == []
 
 
 def test_timestamps_are_stored_to_the_millisecond_whether_a_block_holds_one_moment_or_many(backend):

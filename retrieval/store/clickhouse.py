@@ -389,9 +389,9 @@ def query_rows(sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
     return list(_run("query", sql, parameters=params or {}).result_rows)
 
 
-def query_decoded(sql: str, params: dict[str, Any], types: list[str]) -> list[list]:
-    """Rows decoded here from RowBinary (vectors as numpy arrays): for bulk reads of vectors."""
-    return native.decode_rows(types, _run("raw_query", sql, parameters=params, fmt="RowBinary"))
+def query_decoded(sql: str, params: dict[str, Any]) -> list[tuple]:
+    """Rows decoded a column at a time from Arrow (vectors as numpy arrays): for bulk reads of vectors."""
+    return native.decode_arrow(_run("raw_query", sql, parameters=params, fmt="ArrowStream"))
 
 
 def query_value(sql: str, params: dict[str, Any] | None = None):

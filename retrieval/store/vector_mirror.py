@@ -948,7 +948,6 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     wanted = sorted({_identity(row) for row in live if not mirror.holds(row_id(row), row["revision"])})
     if wanted:
         columns = _columns(mirror.keyed)
-        types = clickhouse.column_types("memory_embeddings")
         rows = clickhouse.query_decoded(
             f"""
             SELECT {", ".join(columns)} FROM memory_embeddings
@@ -957,7 +956,6 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
             LIMIT 1 BY memory_key, agent, session_id, version
             """,
             {"org": org, "namespace": namespace, "model": model, **versions(wanted)},
-            [types[name] for name in columns],
         )
         added = [dict(zip(columns, row)) for row in rows]
         fresh = [_identity(row) for row in added if row_id(row) not in mirror.position]
@@ -1174,7 +1172,7 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
     if count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
         return None
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
-    types, columns = clickhouse.column_types("memory_embeddings"), _columns(keyed)
+    columns = _columns(keyed)
     mirror = Vectors(keyed)
     mirror.keys_fit = keys_fit
     for low, high in _key_ranges(params, count):
@@ -1191,7 +1189,6 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
             LIMIT 1 BY memory_key, agent, session_id, version
             """,
             within,
-            [types[name] for name in columns],
         )
         # Sized for the namespace once, not doubled range by range (a doubling holds both copies), and a quarter over
         # for the writes to come: sized to the row, the first write after a load doubled every array under the lock
@@ -1243,7 +1240,6 @@ def _live_memory_columns(
 ) -> list[dict]:
     """Value and dates of the namespace's live rows (`only` these identities; those whose key is in the range
     `keys`), by the same liveness rule as the vectors."""
-    types = clickhouse.column_types("memories")
     where = f"org = {{org:String}} AND namespace = {{namespace:String}} AND {_KEY_RANGE}"
     params = {"org": org, "namespace": namespace, "low": keys[0], "high": keys[1]}
     if only is not None:
@@ -1258,7 +1254,6 @@ def _live_memory_columns(
         LIMIT 1 BY memory_key, agent, session_id, version
         """,
         params,
-        [types[name] for name in SHOWN_COLUMNS],
     )
     return [dict(zip(SHOWN_COLUMNS, row)) for row in rows]
 
