@@ -3,7 +3,8 @@
 The driver's own encoder turns every float of a vector into a Python object
 and back; at 384 floats a vector that was most of a memory.set's cost. Here a
 vector column is one numpy array written as it lies in memory (bench/ingest.py).
-Only the column types the schema uses are supported; anything else raises.
+Only the column types the schema uses are encoded; anything else raises. Any Arrow answer decodes (`decode_arrow`
+says how an Enum comes back).
 """
 
 import re
