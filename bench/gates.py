@@ -13,6 +13,9 @@ many sessions (row i in session i mod N, a copy in its row's), so each value is 
 per batch, exact (the baseline, same run) and cells; the cells' training time; and how the two agree where the gates
 act: of the batch rows whose exact nearest is at or past the conflict gate, the share whose nearest row the cells name
 too, and the share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
+Beside them, the compact mirror's (each value vector as two int8 codes, kept for a namespace past
+LOOM_VECTOR_MIRROR_MAX_BYTES): its p50, its share of the gated rows' nearest named, and what the full mirror weighs
+against it.
 """
 
 import argparse
@@ -27,6 +30,7 @@ import numpy as np
 from django.conf import settings
 
 from bench.real_vectors import embedded
+from retrieval.store.vector_mirror import Vectors
 from tests.synthetic import DIM, mirror, unit, vectors
 
 BATCH = 500
@@ -64,14 +68,21 @@ def measure(label: str, stored: np.ndarray, batches: list[tuple], exact_batches:
     built._gate_cells()
     trained = time.perf_counter() - start
     cells_ms, cells = judged(built, batches, 0)
-    pairs = list(zip(exact, cells[: len(exact)]))
-    gated = [(e, c) for e, c in pairs if e is not None and e[1] >= settings.LOOM_CONFLICT_THRESHOLD]
-    same = sum(c is not None and c[0] == e[0] for e, c in gated) / max(1, len(gated))
-    agree = sum(verdict(e) == verdict(c) for e, c in pairs) / len(pairs)
+    full_bytes = built.nbytes
+    del built
+    compact = mirror("ns", stored, None, Vectors(keyed=False, compact=True), sessions=sessions)
+    compact._gate_cells()
+    compact_ms, compacts = judged(compact, batches, 0)
+    pairs = list(zip(exact, cells[: len(exact)], compacts[: len(exact)]))
+    gated = [(e, c, k) for e, c, k in pairs if e is not None and e[1] >= settings.LOOM_CONFLICT_THRESHOLD]
+    same = sum(c is not None and c[0] == e[0] for e, c, _ in gated) / max(1, len(gated))
+    same_compact = sum(k is not None and k[0] == e[0] for e, _, k in gated) / max(1, len(gated))
+    agree = sum(verdict(e) == verdict(c) for e, c, _ in pairs) / len(pairs)
     print(
         f"{label:>22}{len(stored):>10,}{statistics.median(exact_ms):>10.1f}{statistics.median(cells_ms):>9.1f}"
         f"{statistics.median(exact_ms) / statistics.median(cells_ms):>7.1f}x{trained:>9.2f}"
-        f"{len(gated):>7}{same:>8.3f}{agree:>8.3f}",
+        f"{len(gated):>7}{same:>8.3f}{agree:>8.3f}{statistics.median(compact_ms):>9.1f}{same_compact:>8.3f}"
+        f"{full_bytes / compact.nbytes:>7.1f}x",
         flush=True,
     )
 
@@ -89,7 +100,7 @@ def main():
     )
     print(
         f"{'rows':>22}{'stored':>10}{'exact p50':>10}{'cells':>9}{'ratio':>8}{'train s':>9}{'gated':>7}"
-        f"{'same':>8}{'verdict':>8}"
+        f"{'same':>8}{'verdict':>8}{'compact':>9}{'same':>8}{'bytes':>8}"
     )
     if args.real:
         real = embedded(50_000)

@@ -584,12 +584,12 @@ LOOM_REPAIR_INTERVAL_S = env.number(
 )
 LOOM_REPAIR_GRACE_S = env.number("LOOM_REPAIR_GRACE_S", 600.0, minimum=0, doc=env.ABOVE)
 # All mirrors together, in bytes of vectors: past it the least recently searched are dropped (4 GiB); a namespace
-# alone past it is not mirrored.
+# alone past it keeps a compact mirror (int8 codes) for its write gates, or none.
 LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer(
     "LOOM_VECTOR_MIRROR_MAX_BYTES",
     4 << 30,
     minimum=0,
-    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it is read from ClickHouse (its searches scan; a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
+    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
     shown="4294967296 (4 GiB)",
 )
 

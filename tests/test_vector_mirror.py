@@ -151,6 +151,36 @@ def test_a_namespace_alone_over_the_byte_budget_is_read_from_clickhouse(backend,
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
 
 
+def test_a_namespace_whose_mirror_would_not_fit_keeps_a_compact_one_that_judges_its_writes(backend, agent, settings):
+    """Past LOOM_VECTOR_MIRROR_MAX_BYTES a namespace keeps a compact mirror, its rows' int8 codes alone: its writes
+    are judged, each candidate rescored from ClickHouse (the cosine the scan gives), and its searches read
+    ClickHouse."""
+    # A byte short of the full mirror's estimate when its load begins; room for the compact one's rows and centroids.
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = len(ROWS) * vector_mirror.Vectors.row_bytes(384, keyed=False) - 1
+    settings.LOOM_WRITE_GATES = False  # (their read would begin the load now, before the rows are in)
+    agent.set(*ROWS)
+    settings.LOOM_WRITE_GATES = True
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    compact = vector_mirror.peek(org, agent.namespace, "fake-ngram-384", compact=True)
+    assert compact.compact and compact.values is None and len(compact.ids) == len(ROWS)
+    assert vector_mirror.get(org, agent.namespace, "fake-ngram-384") is None  # for the gates alone
+    found = agent.search("production deploys", explain=True).json
+    assert found["hits"][0]["memory_key"] == "k00" and found["retrieval_work"]["vector_read"] == "clickhouse"
+    [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k00")
+    near = "production deploys run on tuesday at 9"  # another number: not a duplicate, a conflict
+    [judged] = agent.set({"memory_key": "near", "value": near}).json["items"]
+    agent.call("memory.delete", {"memory_key": "near"}, agent.token)
+    # The copy (a duplicate) and the deleted row: held, never a candidate.
+    assert len(compact.ids) == len(ROWS) + 2 and not compact.visible[len(ROWS) : len(ROWS) + 2].any()
+    settings.LOOM_VECTOR_MIRROR = False
+    [scanned] = agent.set({"memory_key": "near2", "value": near}).json["items"]
+    assert judged["write_gates"] == scanned["write_gates"] == "judged"
+    verdict, expected = judged["conflict_verdict"], scanned["conflict_verdict"]
+    assert verdict["memory_key"] == "k00" and verdict["similarity"] == pytest.approx(expected["similarity"], abs=1e-4)
+
+
 def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend, agent, settings, monkeypatch):
     """A namespace whose searches never score keys is mirrored without key vectors (as large as the values). The
     first key-axis search loads it again with them; meanwhile the mirror without them goes on judging writes, and
@@ -324,14 +354,34 @@ def test_rows_written_after_the_load_read_as_clickhouse_keeps_them(backend, agen
     assert answers(agent) == approx(mirrored)  # created_at and valid_at at ClickHouse's millisecond, not the notice's
 
 
-def test_a_mirror_grown_alone_past_the_byte_budget_hands_the_namespace_to_clickhouse(backend, agent, settings):
+def test_a_mirror_grown_alone_past_the_byte_budget_is_loaded_again_compact(backend, agent, settings, monkeypatch):
+    """A full mirror that outgrows LOOM_VECTOR_MIRROR_MAX_BYTES is loaded again compact, for the write gates; it
+    serves the namespace's searches and writes until that is in. Searches read ClickHouse from then on."""
+    import threading
+
+    # Room for two rows' full mirror, not for eight; for the compact one of every row written (and its centroids).
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 13 * vector_mirror.Vectors.row_bytes(384, keyed=False, compact=True)
     agent.set(*ROWS[:2])
     wait_for_mirror(agent)
     org = agent_org(agent)
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = vector_mirror.get(org, "default", "fake-ngram-384").nbytes  # full now
-    agent.set(*ROWS[2:])  # their postings weigh more
+    full = vector_mirror.get(org, "default", "fake-ngram-384")
+    release, original = threading.Event(), vector_mirror._load
+    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    agent.set(*ROWS[2:])
+    assert vector_mirror.get(org, "default", "fake-ngram-384") is full
+    assert full.nbytes > settings.LOOM_VECTOR_MIRROR_MAX_BYTES
+    found = agent.search("production deploys", explain=True).json
+    assert found["hits"][0]["memory_key"] == "k00" and found["retrieval_work"]["vector_read"] == "mirror"
+    [copy] = agent.set({"memory_key": "copy", "value": ROWS[3]["value"]}).json["items"]
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k03")
+    release.set()
+    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
+    compact = vector_mirror.peek(org, "default", "fake-ngram-384", compact=True)
+    assert compact.compact and compact.holds(full.ids[-1], 0)  # with the write made while it loaded
     assert vector_mirror.get(org, "default", "fake-ngram-384") is None
-    assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
+    assert agent.search("production deploys", explain=True).json["retrieval_work"]["vector_read"] == "clickhouse"
+    [again] = agent.set({"memory_key": "again", "value": ROWS[4]["value"]}).json["items"]
+    assert (again["write_gates"], again["duplicate_of"]) == ("judged", "k04")
 
 
 def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_budget(backend, agent, call, settings):
@@ -443,6 +493,47 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
     assert built.nearest(copies[:1], ["new0"], scope)[0][0] != f"m{picked[0]}"
     assert built.nearest(copies[1:2], [f"m{picked[1]}"], scope)[0][0] != f"m{picked[1]}"
     assert built.nearest(copies[:2], new_keys[:2], [("other", "", "", "", "fact")] * 2) == [None, None]
+
+
+def test_a_compact_mirror_finds_what_the_full_one_finds(settings):
+    """A compact mirror (each value vector as two int8 codes) trains and fills its cells, and rescores its
+    candidates, with what its codes give: the same nearest rows as the full mirror's, at cosines within 1e-5, in half
+    the bytes."""
+    import numpy as np
+
+    from retrieval.store.vector_mirror import Vectors
+    from tests.synthetic import mirror, unit, vectors
+
+    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    rng = np.random.default_rng(13)
+    values = vectors(20_000, rng)
+    full = mirror("ns", values, None, sessions=7)
+    compact = mirror("ns", values, None, Vectors(keyed=False, compact=True), sessions=7)
+    picked = rng.choice(20_000, 300, replace=False)
+    copies = unit(values[picked] + 0.03 * rng.standard_normal((300, 384)).astype(np.float32))
+    keys, scopes = [f"new{i}" for i in range(300)], [("default", "", f"s{i % 7}", "", "fact") for i in picked]
+    expected, found = full.nearest(copies, keys, scopes), compact.nearest(copies, keys, scopes)
+    assert [hit[0] for hit in found] == [hit[0] for hit in expected] == [f"m{i}" for i in picked]
+    assert np.allclose([hit[1] for hit in found], [hit[1] for hit in expected], atol=1e-5)
+    assert compact.values is None and compact.nbytes < full.nbytes / 1.9
+
+
+def test_a_compact_mirrors_two_codes_give_each_component_within_a_step_of_the_second():
+    """`_residuals`: what the first int8 code leaves over, coded again, brings each component within half a step of
+    the second code (1/254 of the first's), for spread vectors and for spiky ones (a few large components: the
+    coarsest first codes)."""
+    import numpy as np
+
+    from retrieval.store.vector_mirror import RESIDUAL_STEPS, Decoded, _coded, _residuals
+    from tests.synthetic import unit
+
+    rng = np.random.default_rng(3)
+    rows = unit(np.concatenate([rng.standard_normal((300, 384)), rng.standard_normal((300, 384)) ** 5]))
+    codes, scales = _coded(rows)
+    twice = Decoded(codes, _residuals(rows, codes, scales), scales)[:]
+    once = codes * scales[:, None]
+    assert (np.abs(twice - rows) <= scales[:, None] / (2 * RESIDUAL_STEPS) * 1.01).all()  # (float32 rounding)
+    assert np.abs(twice - rows).max() < np.abs(once - rows).max() / 100
 
 
 def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_cells():

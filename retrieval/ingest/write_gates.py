@@ -6,8 +6,9 @@ visible wherever its duplicate is) passes the duplicate gate, and that holds the
 same numbers, versions, dates, identifiers and names, is stored as a duplicate of
 it; past the conflict gate, it carries a conflict verdict. The nearest stored row
 comes from the namespace's vector mirror when it is loaded (exactly, or past
-LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/store/cells.py),
-else from one ClickHouse scan joined to the batch by write scope; the batch's own earlier
+LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/store/cells.py; a
+namespace whose full mirror would not fit LOOM_VECTOR_MIRROR_MAX_BYTES keeps a compact one, its rows' vectors as
+two int8 codes), else from one ClickHouse scan joined to the batch by write scope; the batch's own earlier
 rows count too.
 `write.set_memories` calls `judge` on its plans before anything is stored.
 """
@@ -123,10 +124,10 @@ def _nearest_stored(
     scope: Scope, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
 ) -> list[tuple[str, float, str | None] | None] | None:
     """Each vector's nearest stored row (its key, the cosine, its value when the mirror holds it): from the vector
-    mirror when it is loaded, else a ClickHouse scan; None when the scan is over LOOM_WRITE_GATES_MAX_PAIRS or fails
-    (the write stands, unjudged)."""
+    mirror when it is loaded (a compact one past the byte budget), else a ClickHouse scan; None when the scan is over
+    LOOM_WRITE_GATES_MAX_PAIRS or fails (the write stands, unjudged)."""
     vector_mirror.sync(scope.org, [scope.namespace], model)
-    mirror = vector_mirror.get(scope.org, scope.namespace, model) if vector_mirror.enabled() else None
+    mirror = vector_mirror.get(scope.org, scope.namespace, model, compact=True) if vector_mirror.enabled() else None
     if mirror is not None:
         return mirror.nearest(vectors, keys, scopes)
     try:
@@ -137,7 +138,7 @@ def _nearest_stored(
             log.warning(
                 "write gates skipped for %d rows of %s/%s: %d new x %d stored rows is over "
                 "LOOM_WRITE_GATES_MAX_PAIRS (%d), and no vector mirror holds the namespace here (it is loading, "
-                "LOOM_VECTOR_MIRROR is off, or the namespace alone is past LOOM_VECTOR_MIRROR_MAX_BYTES)",
+                "LOOM_VECTOR_MIRROR is off, or even its compact mirror is past LOOM_VECTOR_MIRROR_MAX_BYTES)",
                 len(keys),
                 scope.org,
                 scope.namespace,

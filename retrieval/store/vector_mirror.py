@@ -22,10 +22,11 @@ load and the notices. A search whose filters narrow the set, or that replays
 second source of truth. All mirrors together stay within
 LOOM_VECTOR_MIRROR_MAX_BYTES: past it, the least recently searched are dropped
 (ClickHouse answers them until a search loads them again), and a namespace alone
-past it is not mirrored. A mirror holds the key vectors only once a search of its
-namespace scored on the key axis, and where they fit the budget: they are as large
-as the value vectors, and a namespace whose keys name no attributes never reads
-them.
+past it keeps a compact mirror, for its write gates alone (each row's value
+vector as two int8 codes, half the bytes: `Vectors.compact`), or none past that
+too. A mirror holds the key vectors only once a search of its namespace scored on
+the key axis, and where they fit the budget: they are as large as the value
+vectors, and a namespace whose keys name no attributes never reads them.
 
 Why: the embedded engine's exact scan costs ~80 ms at 100k rows of 384-d here,
 numpy over the same rows ~6 ms; and any statement reading a few rows costs it
@@ -63,6 +64,7 @@ _keyed: set[tuple[str, str, str, str]] = set()  # the namespaces whose mirrors h
 _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loading: the notices since it began
 _counting: set[tuple[str, str, str, str]] = set()  # loaded, serving vectors, still counting its words (`count_words`)
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
+_outgrown: set[tuple[str, str, str, str]] = set()  # full mirrors grown past the byte budget: loaded compact again
 
 
 class Vectors:
@@ -72,8 +74,13 @@ class Vectors:
     appends without copying the namespace.
     """
 
-    def __init__(self, keyed: bool):
+    def __init__(self, keyed: bool, compact: bool = False):
         self.lock = threading.Lock()  # a search reads while a write's notice may grow the arrays
+        # A compact mirror holds the value vectors as two int8 codes alone, for the write gates of a namespace whose
+        # full mirror would not fit LOOM_VECTOR_MIRROR_MAX_BYTES: no float32 vectors, sign bits, words, rank columns
+        # or shown values (half the bytes, and a fraction of the Python objects); every search of the namespace
+        # reads ClickHouse (`get`).
+        self.compact = compact
         # Whether the key vectors are held: only for a namespace some search scored on the key axis (`get`); the
         # rest never read them, and they are as large as the value vectors.
         self.keyed = keyed
@@ -88,6 +95,9 @@ class Vectors:
         # these first and rescores the best rows at full precision (`_codes_first`).
         self.codes = np.zeros((0, 0), dtype=np.int8)
         self.scales = np.zeros(0, dtype=np.float32)
+        # A compact mirror's second code of each value vector, what its first leaves over (`_residuals`): with it the
+        # write gates rescore their candidates at full precision, with no float32 vectors held.
+        self.residuals = np.zeros((0, 0), dtype=np.int8) if compact else None
         # ...and as their signs, a bit a dimension: a very large mirror reads the codes of the rows whose bits differ
         # least from the query's (`_bits_first`), once `_check_bits` found that they keep the nearest rows of the
         # mirror's own recent queries.
@@ -164,26 +174,31 @@ class Vectors:
             if not fresh:
                 return staged
             start, end = staged.start, staged.end = len(self.ids), len(self.ids) + len(fresh)
-            self._reserve(end, len(fresh[0][1]["value_vector"]))
-            self.values[start:end] = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
+            values = np.asarray([row["value_vector"] for _, row in fresh], dtype=np.float32)
+            self._reserve(end, values.shape[1])
+            if not self.compact:
+                self.values[start:end] = values
+                self.bits[start:end] = _signs(values)
             if self.keyed:
                 self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
-            self.codes[start:end], self.scales[start:end] = _coded(self.values[start:end])
-            self.bits[start:end] = _signs(self.values[start:end])
+            self.codes[start:end], self.scales[start:end] = _coded(values)
+            if self.compact:
+                self.residuals[start:end] = _residuals(values, self.codes[start:end], self.scales[start:end])
             staged.visible = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
-            self.dated[start:end] = _dates([row["dated_at"] for _, row in fresh])
+            if not self.compact:
+                self.dated[start:end] = _dates([row["dated_at"] for _, row in fresh])
             codes = self.scope_ids
             self.scope_codes[start:end] = [codes.setdefault(scope_of(row), len(codes)) for _, row in fresh]
             if self.cells is not None:
-                self.cells.extend(*self._cell_parts(start, end))
+                self.cells.extend(values, *(part[start:end] for part in (self.codes, self.scales, self.scope_codes)))
                 self._merge_cells()
             for at, (rid, row) in enumerate(fresh, start):
                 rid = _held(rid)
                 self.position[rid] = at
                 self.ids.append(rid)
                 self.revisions.append(row["revision"])
-                self.meta.append(_meta(row))
-                self.shown.append(shown.get(_identity(row)))
+                self.meta.append(None if self.compact else _meta(row))
+                self.shown.append(None if self.compact else shown.get(_identity(row)))
                 if words and (held := self._words(at)) is not None:
                     self._index(at, *held)  # posted now, counted by no read until `worded` says so
                     staged.worded.append(at)
@@ -200,14 +215,17 @@ class Vectors:
                 if self.touched is not None:  # (a growth under way copies it again)
                     self.touched.add(at)
                 self.revisions[at] = row["revision"]
+                value = np.asarray([row["value_vector"]], dtype=np.float32)
+                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(value)
+                if self.compact:
+                    self.residuals[at : at + 1] = _residuals(value, self.codes[at : at + 1], self.scales[at : at + 1])
+                    continue
+                self.dated[at] = _ms(row["dated_at"])
                 self.meta[at] = _meta(row)
                 self.shown[at] = shown or self.shown[at]
-                self.values[at] = row["value_vector"]
+                self.values[at], self.bits[at] = value[0], _signs(value[0])
                 if self.keyed:
                     self.keys[at] = row["key_vector"]
-                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(self.values[at : at + 1])
-                self.bits[at] = _signs(self.values[at])
-                self.dated[at] = _ms(row["dated_at"])
                 if self.live[at]:  # a load may have read the vectors before their value was in: counted now
                     self._count(at, +1)
             self.visible[staged.start : staged.end] = staged.visible
@@ -287,13 +305,13 @@ class Vectors:
 
     def _reserve(self, size: int, dim: int) -> None:
         """Room for `size` rows, made now if there is none: every array copied, under the lock."""
-        capacity = 0 if self.values is None else len(self.values)
+        capacity = len(self.codes)
         if size > capacity:
             self._install(self._grown(self._vectors(), max(size, 2 * capacity, 1024), dim, len(self.ids)))
 
     def _room_ahead(self) -> None:
         """Once the rows fill GROW_AHEAD of a large mirror's room, grow it in the background (`_grow_ahead`)."""
-        capacity, dim = self.values.shape
+        capacity, dim = self.codes.shape
         if capacity >= BACKGROUND_MIN_ROWS and len(self.ids) > GROW_AHEAD * capacity and self.touched is None:
             self.touched = set()
             threading.Thread(
@@ -353,16 +371,17 @@ class Vectors:
                 self.touched = None
 
     def _vectors(self) -> dict[str, np.ndarray | None]:
-        """The large arrays, a row's vectors and their codes (`keys` None unless keyed)."""
-        return {name: getattr(self, name) for name in ("values", "keys", "codes", "bits")}
+        """The large arrays, a row's vectors and their codes (`keys` None unless keyed; a compact mirror's codes only)."""
+        return {name: getattr(self, name) for name in ("values", "keys", "codes", "bits", "residuals")}
 
     def _grown(self, vectors: dict, capacity: int, dim: int, rows: int) -> dict[str, np.ndarray | None]:
         """Arrays of `capacity` rows holding the first `rows` of these (rows past the mirror's are never read)."""
         grown = {
-            "values": np.empty((capacity, dim), dtype=np.float32),
+            "values": None if self.compact else np.empty((capacity, dim), dtype=np.float32),
             "keys": np.empty((capacity, dim), dtype=np.float32) if self.keyed else None,
             "codes": np.zeros((capacity, dim), dtype=np.int8),
-            "bits": np.zeros((capacity, (dim + 7) // 8), dtype=np.uint8),
+            "bits": None if self.compact else np.zeros((capacity, (dim + 7) // 8), dtype=np.uint8),
+            "residuals": np.zeros((capacity, dim), dtype=np.int8) if self.compact else None,
         }
         if rows:  # (the first add finds no arrays, and no dimension yet)
             for name, part in grown.items():
@@ -380,7 +399,7 @@ class Vectors:
         for name, part in grown.items():
             setattr(self, name, part)
         size = len(self.ids)
-        for name, part in (flags or self._flags(len(grown["values"]))).items():
+        for name, part in (flags or self._flags(len(grown["codes"]))).items():
             part[:size] = getattr(self, name)[:size]
             setattr(self, name, part)
 
@@ -389,14 +408,16 @@ class Vectors:
         """What the rows weigh (vectors, codes, bits, the gates' cells) with the postings: what a mirror weighs
         against LOOM_VECTOR_MIRROR_MAX_BYTES. The rows held, not the arrays' capacity: pages past the last row are
         never written, so never resident (a capacity that doubled at 1M rows would have counted 2M)."""
-        if self.values is None:
+        if not len(self.codes):
             return 0
-        row = sum(part[0].nbytes for part in (self.values, self.keys, self.codes, self.bits) if part is not None)
+        row = sum(part[0].nbytes for part in self._vectors().values() if part is not None)
         return len(self.ids) * row + self.posted + (self.cells.nbytes if self.cells else 0)
 
     @staticmethod
-    def row_bytes(dim: int, keyed: bool) -> int:
+    def row_bytes(dim: int, keyed: bool, compact: bool = False) -> int:
         """About what a row weighs in `nbytes`, before its postings: a load's estimate of a namespace."""
+        if compact:
+            return dim * 3 + 20  # codes, residuals, the cells' codes and ids
         return dim * (4 + 4 * keyed + 1 + 1) + (dim + 7) // 8 + 20  # values, keys, codes, the cells' codes and ids
 
     def holds(self, rid: RowId, revision: int) -> bool:
@@ -634,7 +655,8 @@ class Vectors:
         value when held here).
         Exact below LOOM_WRITE_GATES_EXACT_ROWS rows; from there, among the rows of the cells nearest each vector by
         their int8 codes (retrieval/store/cells.py), the best rescored at full precision: a batch's cost then grows
-        with the cells it reads, not with the rows, however many scopes it spans."""
+        with the cells it reads, not with the rows, however many scopes it spans. A compact mirror always reads its
+        cells, and rescores with the vectors its two codes give (`_exact`)."""
         cells = self._gate_cells()
         lines: list[np.ndarray] = []  # candidates: a batch row (its line), and a mirror row
         rows: list[np.ndarray] = []
@@ -653,27 +675,32 @@ class Vectors:
                 if (found := best >= 0).any():
                     lines.append(np.nonzero(found)[0])
                     rows.append(best[found])
+            if not lines:
+                return [None] * len(keys)
+            lines, rows = np.concatenate(lines), np.concatenate(rows)
             return self._best(vectors, keys, lines, rows)
 
     def _best(
-        self, vectors: np.ndarray, keys: list[str], lines: list, rows: list
+        self, vectors: np.ndarray, keys: list[str], lines: np.ndarray, rows: np.ndarray
     ) -> list[tuple[str, float, str | None] | None]:
         """Each batch row's best candidate of another key, rescored at full precision. Under the lock."""
         found: list[tuple[str, float, str | None] | None] = [None] * len(keys)
-        if not lines:
-            return found
-        lines, rows = np.concatenate(lines), np.concatenate(rows)
-        exact = np.einsum("md,md->m", self.values[rows], vectors[lines])
+        exact = np.einsum("md,md->m", self._exact(rows), vectors[lines])
         order = _two_best(lines, exact)
         for line, row, similarity in zip(*(part[order].tolist() for part in (lines, rows, exact))):
             if found[line] is None and (key := self.ids[row].memory_key) != keys[line]:
                 found[line] = (key, similarity, self.shown[row] and self.shown[row][0])
         return found
 
+    def _exact(self, rows: np.ndarray) -> np.ndarray:
+        """These rows' value vectors (a compact mirror's as its two codes give them)."""
+        return Decoded(self.codes, self.residuals, self.scales)[rows] if self.compact else self.values[rows]
+
     def _gate_cells(self) -> Cells | None:
-        """The cells of a mirror of LOOM_WRITE_GATES_EXACT_ROWS rows or more: trained when first asked for (a loaded
-        mirror's, as it loads), and again in the background when due; the current cells serve meanwhile."""
-        if len(self.ids) < settings.LOOM_WRITE_GATES_EXACT_ROWS:
+        """The cells of a mirror of LOOM_WRITE_GATES_EXACT_ROWS rows or more (a compact one's at any size: it holds
+        no vectors to compare exactly): trained when first asked for (a loaded mirror's, as it loads), and again in
+        the background when due; the current cells serve meanwhile."""
+        if not self.ids or (len(self.ids) < settings.LOOM_WRITE_GATES_EXACT_ROWS and not self.compact):
             return None
         if self.cells is None:
             self._train_cells()
@@ -692,10 +719,31 @@ class Vectors:
                 trained.extend(*self._cell_parts(size, len(self.ids)))
                 self.cells = trained
 
-    def _cell_parts(self, start: int, end: int) -> tuple[np.ndarray, ...]:
-        """Rows start..end-1 as the cells take them: vectors, codes, scales and write scopes. Read from the arrays as
-        they are now: a write may have reallocated them (`_reserve`) since an earlier read."""
-        return tuple(part[start:end] for part in (self.values, self.codes, self.scales, self.scope_codes))
+    def _cell_parts(self, start: int, end: int) -> tuple:
+        """Rows start..end-1 as the cells take them: vectors (a compact mirror's as its codes give them), codes,
+        scales and write scopes. Read from the arrays as they are now: a write may have reallocated them (`_reserve`)
+        since an earlier read."""
+        codes, scales = self.codes[start:end], self.scales[start:end]
+        vectors = Decoded(codes, self.residuals[start:end], scales) if self.compact else self.values[start:end]
+        return vectors, codes, scales, self.scope_codes[start:end]
+
+
+class Decoded:
+    """A compact mirror's value vectors as its two codes give them (`_residuals`: within ~1e-5 of each component), a
+    slice or a selection at a time: what its cells are trained and filled with, never all its rows at once."""
+
+    def __init__(self, codes: np.ndarray, residuals: np.ndarray, scales: np.ndarray):
+        self.codes, self.residuals, self.scales = codes, residuals, scales
+        self.shape = codes.shape
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return (self.codes[rows] + self.residuals[rows] / np.float32(RESIDUAL_STEPS)) * self.scales[rows, None]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self[:] if dtype is None else self[:].astype(dtype)
 
 
 @dataclass
@@ -804,6 +852,18 @@ def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
 def _signs(vectors: np.ndarray) -> np.ndarray:
     """Each row's signs, a bit a dimension, packed."""
     return np.packbits(vectors > 0, axis=-1)
+
+
+# A residual code's steps across one step of the first code: each component within half a step of the first code's
+# 1/RESIDUAL_STEPS, ~1e-5 for 384-d embeddings.
+RESIDUAL_STEPS = 254
+
+
+def _residuals(vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """What the int8 codes of these rows (`_coded`) leave over, coded again in int8: each remainder is within half a
+    step of the first code, so RESIDUAL_STEPS of the second span it."""
+    left = vectors / scales[:, None] - codes  # in [-0.5, 0.5]
+    return np.clip(np.round(left * RESIDUAL_STEPS), -127, 127).astype(np.int8)
 
 
 def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -920,8 +980,7 @@ def sync(org: str, namespaces: list[str], model: str) -> None:
             continue
         with _lock:
             if _mirrors.get(key) is mirror:
-                _mirrors[key] = _within_cap(mirror)
-                _within_budget(key)
+                _keep(key, mirror)
 
 
 def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
@@ -947,7 +1006,7 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         mirror.add([], unvectored=stubs)  # another process stored them
     wanted = sorted({_identity(row) for row in live if not mirror.holds(row_id(row), row["revision"])})
     if wanted:
-        columns = _columns(mirror.keyed)
+        columns = _columns(mirror.keyed, mirror.compact)
         rows = clickhouse.query_decoded(
             f"""
             SELECT {", ".join(columns)} FROM memory_embeddings
@@ -959,7 +1018,7 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         )
         added = [dict(zip(columns, row)) for row in rows]
         fresh = [_identity(row) for row in added if row_id(row) not in mirror.position]
-        shown = shown_of(_live_memory_columns(org, namespace, fresh)) if fresh else {}
+        shown = shown_of(_live_memory_columns(org, namespace, fresh)) if fresh and not mirror.compact else {}
         # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
         chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
         mirror.add(added, chunked, shown)
@@ -967,11 +1026,12 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     mirror.since = max(mirror.since, came[-1]["read_at"] - SYNC_LAG)
 
 
-def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | None:
+def get(org: str, namespace: str, model: str, keys: bool = False, compact: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; else None, and (the first time) its load begins. With `keys` (a
     search scored on the key axis too), a mirror that holds no key vectors begins loading again with them (unless
     they would not fit the byte budget), and is returned meanwhile for what reads none (the write gates, the
-    lexical and temporal legs): check `keyed` before scoring keys. The namespace's mirror holds them from then on."""
+    lexical and temporal legs): check `keyed` before scoring keys. The namespace's mirror holds them from then on.
+    A compact mirror only with `compact` (the write gates')."""
     key = (clickhouse.target(), org, namespace, model)
     with _lock:
         if keys:
@@ -983,7 +1043,7 @@ def get(org: str, namespace: str, model: str, keys: bool = False) -> Vectors | N
         if mirror is not None and keys and not mirror.keyed and mirror.keys_fit:
             _begin_load(key)
         _used[key] = time.monotonic()
-        return mirror
+        return mirror if mirror is None or compact or not mirror.compact else None
 
 
 def _begin_load(key: tuple[str, str, str, str]) -> None:
@@ -993,11 +1053,12 @@ def _begin_load(key: tuple[str, str, str, str]) -> None:
         threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
 
 
-def peek(org: str, namespace: str, model: str) -> Vectors | None:
+def peek(org: str, namespace: str, model: str, compact: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; no load begins (a search's side reads leave that to its vector leg,
-    which knows whether the key vectors are wanted)."""
+    which knows whether the key vectors are wanted). A compact mirror only with `compact` (a write's notices)."""
     with _lock:
-        return _mirrors.get((clickhouse.target(), org, namespace, model))
+        mirror = _mirrors.get((clickhouse.target(), org, namespace, model))
+    return mirror if mirror is None or compact or not mirror.compact else None
 
 
 def mentioned(org: str, namespaces: list[str], model: str, words: list[str]) -> tuple[list[bool], bool] | None:
@@ -1017,7 +1078,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
     target, org, namespace, model = key
     try:
         clickhouse.use_target_in_thread(target)
-        mirror = _load(org, namespace, model, key in _keyed)
+        mirror = _load(org, namespace, model, key in _keyed, key in _outgrown)
         while mirror is not None and key in _keyed and not mirror.keyed and mirror.keys_fit:  # asked for meanwhile
             mirror = _load(org, namespace, model, True)
         if mirror is not None:
@@ -1038,9 +1099,8 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
                 mirror.add(*items)
             else:
                 mirror.retire(items)
-        _mirrors[key], _used[key] = _within_cap(mirror), time.monotonic()
-        _within_budget(key)
-        if _mirrors[key] is None:
+        _used[key] = time.monotonic()
+        if not _keep(key, mirror) or mirror.compact:  # (a compact mirror holds no words)
             return
         _counting.add(key)
     # Its vectors serve searches and the write gates from now; its words (the lexical legs' postings, the entity
@@ -1052,9 +1112,25 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
             _counting.discard(key)
 
 
-def _within_cap(mirror: Vectors | None) -> Vectors | None:
-    """A mirror grown alone past the byte budget is dropped: ClickHouse serves the namespace from then on."""
-    return mirror if mirror is not None and mirror.nbytes <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES else None
+def _keep(key: tuple, mirror: Vectors | None) -> bool:
+    """Hold this mirror of the namespace (None: too large to mirror), within the byte budget (`_within_budget`);
+    whether it is held. A full mirror grown alone past the budget is loaded again compact (`_load`) and serves
+    meanwhile, past the budget for as long as that load takes (it is in memory already; dropped, its namespace's
+    writes went unjudged and its searches scanned meanwhile). A compact one grown past it is marked too large:
+    ClickHouse serves the namespace from then on, and its writes are judged while a batch's pairs stay within
+    LOOM_WRITE_GATES_MAX_PAIRS. Under _lock."""
+    if mirror is not None and mirror.nbytes > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+        if not mirror.compact:
+            if key not in _outgrown:
+                log.info("vector mirror of %s/%s past LOOM_VECTOR_MIRROR_MAX_BYTES: loading it compact", *key[1:3])
+            _outgrown.add(key)
+            _begin_load(key)
+            _mirrors[key] = mirror
+            return True
+        mirror = None
+    _mirrors[key] = mirror
+    _within_budget(key)
+    return mirror is not None
 
 
 def _within_budget(keep: tuple) -> None:
@@ -1101,7 +1177,7 @@ def rows(org: str, model: str, ids: list[RowId]) -> dict[RowId, dict]:
     target, found = clickhouse.target(), {}
     for namespace in {rid.namespace for rid in ids}:
         mirror = _mirrors.get((target, org, namespace, model))
-        if mirror is not None:
+        if mirror is not None and not mirror.compact:
             found.update(mirror.rows([rid for rid in ids if rid.namespace == namespace]))
     return found
 
@@ -1112,7 +1188,7 @@ def without_chunks(org: str, namespaces: list[str], model: str) -> bool:
         return False
     target = clickhouse.target()
     mirrors = [_mirrors.get((target, org, namespace, model)) for namespace in namespaces]
-    return all(mirror is not None and not mirror.chunked for mirror in mirrors)
+    return all(mirror is not None and not mirror.compact and not mirror.chunked for mirror in mirrors)
 
 
 _COLUMNS = (
@@ -1132,9 +1208,13 @@ _COLUMNS = (
 _WHERE = "org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}"
 
 
-def _columns(keyed: bool) -> tuple[str, ...]:
-    """What a mirror reads of a vector row: the key vector only when it holds them (half the bytes otherwise)."""
-    return _COLUMNS if keyed else tuple(name for name in _COLUMNS if name != "key_vector")
+def _columns(keyed: bool, compact: bool = False) -> tuple[str, ...]:
+    """What a mirror reads of a vector row: the key vector only when it holds them (half the bytes otherwise); a
+    compact mirror no rank columns but the type (a reflection is never a canonical)."""
+    skipped = {"key_vector"} if not keyed else set()
+    if compact:
+        skipped |= set(META) - {"memory_type"}
+    return tuple(name for name in _COLUMNS if name not in skipped)
 
 
 def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) -> bool:
@@ -1154,9 +1234,11 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
 LOAD_STEP = 100_000
 
 
-def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
+def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = False) -> Vectors | None:
     """The namespace's mirror, read in ranges of keys: with key vectors if `keyed` and they fit
-    LOOM_VECTOR_MIRROR_MAX_BYTES, else without; None when even that would be over it (ClickHouse serves it then)."""
+    LOOM_VECTOR_MIRROR_MAX_BYTES, else without; compact (for the write gates alone) if even that would be over it, or
+    `compact` (its full mirror outgrew the budget); None when that would be over it too (ClickHouse serves it
+    then)."""
     params = {"org": org, "namespace": namespace, "model": model}
     # Read first: rows reaching the engine while the load reads are then in the first delta.
     since = None if clickhouse.backend() == "embedded" else clickhouse.query_value("SELECT now64(6, 'UTC')")
@@ -1169,11 +1251,13 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
     )[0]
     keys_fit = count * Vectors.row_bytes(dim, True) <= settings.LOOM_VECTOR_MIRROR_MAX_BYTES
     keyed = keyed and keys_fit  # (without them: key-axis searches read ClickHouse, the rest this mirror)
-    if count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
-        return None
+    if compact or count * Vectors.row_bytes(dim, keyed) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+        if count * Vectors.row_bytes(dim, False, compact=True) > settings.LOOM_VECTOR_MIRROR_MAX_BYTES:
+            return None
+        compact, keyed, keys_fit = True, False, False
     chunked = clickhouse.query_value(f"SELECT count() > 0 FROM memory_chunks WHERE {_WHERE}", params)
-    columns = _columns(keyed)
-    mirror = Vectors(keyed)
+    columns = _columns(keyed, compact)
+    mirror = Vectors(keyed, compact)
     mirror.keys_fit = keys_fit
     for low, high in _key_ranges(params, count):
         within = {**params, "low": low, "high": high}
@@ -1196,6 +1280,9 @@ def _load(org: str, namespace: str, model: str, keyed: bool) -> Vectors | None:
         if rows:
             mirror.reserve(count + count // 4, dim)
         rows = [dict(zip(columns, row)) for row in rows]
+        if compact:  # (no words, shown values or stubs to note)
+            mirror.add(rows, bool(chunked), words=False)
+            continue
         live = _live_memory_columns(org, namespace, keys=(low, high))
         # (A write under way may store a row's vector after the first read and its value before the second: its own
         # notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
@@ -1280,7 +1367,7 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
     vectored = {  # each model's rows that have their vectors (the rest are stubs)
         model: [row for row in rows if row["embedding_model"] == model and row["embedding_dim"]] for model in models
     }
-    mirrors = {model: peek(org, namespace, model) for model in models} if enabled() else {}
+    mirrors = {model: peek(org, namespace, model, compact=True) for model in models} if enabled() else {}
     shown = shown_of(memory_rows) if any(mirror is not None for mirror in mirrors.values()) else None
     held = {  # model: (its mirror now, the rows it holds hidden)
         model: (mirror, mirror.stage(vectored[model], shown)) for model, mirror in mirrors.items() if mirror is not None
@@ -1310,8 +1397,7 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
                     else:  # loaded (or loaded again) meanwhile
                         mirror.add(mine, chunked, shown, stubs)
                     mirror.asked = change_marker.advanced(mirror.asked, swapped)  # it holds this write now
-                    _mirrors[key] = _within_cap(mirror)
-                    _within_budget(key)
+                    _keep(key, mirror)
 
     return show
 
