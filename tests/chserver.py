@@ -10,7 +10,8 @@ This relies on chDB internals: requirements.txt pins chdb-core exactly.
 
 `Cluster` starts several, each a shard of one `remote_servers` cluster: what the
 cluster path (retrieval/store/cluster.py) is tested on. This engine has no
-Keeper, so its shards have no replicas.
+Keeper replication can use (only the in-process testkeeper, and its server sets no
+interserver address: docs/operating.md), so its shards have no replicas.
 """
 
 import ctypes

@@ -27,10 +27,12 @@ def mirror(
     built: Vectors | None = None,
     name="m",
     sessions: int = 0,
+    texts: list[str] | None = None,
 ) -> Vectors:
     """A mirror of these rows (keys m0, m1, ...; or added to `built`, under another `name`), added as the write
     path's notices add them, 50,000 at a time; with `sessions`, row i is in session s{i % sessions}. Without key
-    vectors, a mirror that holds none (a namespace no search scored on the key axis)."""
+    vectors, a mirror that holds none (a namespace no search scored on the key axis). With `texts`, row i's value is
+    texts[i], added as a load adds its rows: words not counted yet (`Vectors.count_words`)."""
     built = built or Vectors(keyed=keys is not None)
     step = 50_000
     for start in range(0, len(values), step):
@@ -58,5 +60,12 @@ def mirror(
             }
             for i in range(start, min(start + step, len(values)))
         ]
-        built.add(rows)
+        if texts is None:
+            built.add(rows)
+        else:
+            shown = {
+                (row["memory_key"], "default", row["session_id"], 1): (texts[i], DATED, DATED, ())
+                for i, row in enumerate(rows, start)
+            }
+            built.add(rows, shown=shown, words=False)
     return built

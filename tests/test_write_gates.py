@@ -1,6 +1,8 @@
 """The write gates: a value this close to a live row of another key duplicates it, or conflicts with it."""
 
 import re
+import threading
+import time
 
 import pytest
 
@@ -91,6 +93,55 @@ def test_a_batch_over_the_pair_budget_is_stored_unjudged_and_says_so(backend, ag
     # gates, may have reached already.
     assert re.search(r"\b2 new x [24] stored rows\b", warning) and "LOOM_WRITE_GATES_MAX_PAIRS (3)" in warning
     assert "LOOM_VECTOR_MIRROR_MAX_BYTES" in warning
+
+
+@pytest.fixture
+def slow_load(monkeypatch):
+    """Mirror loads that read the namespace, then wait for the event returned before they install it: a namespace
+    whose load takes a while, as a large one's does after a start."""
+    from retrieval.store import vector_mirror
+
+    release, original = threading.Event(), vector_mirror._load
+    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    yield release
+    release.set()
+
+
+def test_a_batch_too_large_to_scan_waits_for_the_mirror_loading_and_is_judged_by_it(
+    backend, agent, settings, slow_load
+):
+    """The first write after a start finds its namespace's mirror loading; a batch over LOOM_WRITE_GATES_MAX_PAIRS
+    waits for it (up to LOOM_WRITE_GATES_LOAD_WAIT_S) instead of going unjudged."""
+    settings.LOOM_WRITE_GATES_MAX_PAIRS = 0  # no scan: the mirror judges, or none does
+    settings.LOOM_WRITE_GATES = False
+    stored(agent, {"memory_key": "a", "value": DARK})
+    settings.LOOM_WRITE_GATES = True
+    threading.Timer(0.3, slow_load.set).start()
+    started = time.monotonic()
+    [copy] = stored(agent, {"memory_key": "b", "value": DARK})
+    assert time.monotonic() - started >= 0.3  # it waited for the load...
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "a")  # ...and the loaded mirror judged it
+
+
+def test_a_batch_too_large_to_scan_is_stored_unjudged_when_the_load_outlasts_the_wait(
+    backend, agent, settings, slow_load, caplog
+):
+    settings.LOOM_WRITE_GATES_MAX_PAIRS = 0
+    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 0.2
+    settings.LOOM_WRITE_GATES = False
+    stored(agent, {"memory_key": "a", "value": DARK})
+    settings.LOOM_WRITE_GATES = True
+    started = time.monotonic()
+    [copy] = stored(agent, {"memory_key": "b", "value": DARK})
+    assert 0.2 <= time.monotonic() - started < 5
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("skipped", None)
+    warning = next(r.getMessage() for r in caplog.records if "write gates skipped" in r.getMessage())
+    assert "did not load within LOOM_WRITE_GATES_LOAD_WAIT_S, 0.2 s" in warning
+    # Writes never wait with the wait set to 0.
+    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 0
+    started = time.monotonic()
+    [again] = stored(agent, {"memory_key": "c", "value": DARK})
+    assert again["write_gates"] == "skipped" and time.monotonic() - started < 0.2
 
 
 def test_of_two_copies_in_one_batch_the_first_is_the_canonical(path, agent):

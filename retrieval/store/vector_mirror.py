@@ -65,6 +65,7 @@ _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loadin
 _counting: set[tuple[str, str, str, str]] = set()  # loaded, serving vectors, still counting its words (`count_words`)
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
 _outgrown: set[tuple[str, str, str, str]] = set()  # full mirrors grown past the byte budget: loaded compact again
+_load_ended = threading.Condition(_lock)  # notified as each load installs its mirror or fails (`awaited`)
 
 
 class Vectors:
@@ -242,6 +243,9 @@ class Vectors:
             with self.lock:
                 for at in np.flatnonzero(self.live[start : min(start + WORDS_STEP, rows)]).tolist():
                     self._count(start + at, +1)
+            # A pause lets a waiting search or write take the lock: Python's lock is not fair, and taken again at once
+            # it kept them waiting for the whole count (3.9 s after a 100k-row load).
+            time.sleep(WORDS_PAUSE_S)
 
     def _words(self, at: int) -> tuple[Counter, set[str]] | None:
         """A row's value terms and its other words (its key's beside its value's, its entities and the names its
@@ -771,6 +775,7 @@ class Postings:
 
 # Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
 WORDS_STEP = 2_000
+WORDS_PAUSE_S = 0.001  # between steps: 0.5 s over a million rows' count, ~40 s
 # A mirror of BACKGROUND_MIN_ROWS rows or more makes its passes over every row in the background, outside its lock
 # (below that, one under the lock is over in milliseconds): it grows its arrays once its rows fill GROW_AHEAD of them
 # (more than the 4/5 a load fills: it makes room a quarter over its rows, so a loaded mirror does not double at
@@ -868,8 +873,11 @@ def _residuals(vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> np
 
 def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes of these rows, each scaled so its largest component is 127, and each row's scale back."""
-    largest = np.maximum(np.abs(vectors).max(axis=1), 1e-12)
-    return np.round(vectors * (127 / largest)[:, None]).astype(np.int8), (largest / 127).astype(np.float32)
+    # (Rounded in place, the magnitudes from the extremes: no temporary as large as the rows but the scaled one; a
+    # load's codes took 11% of it with three.)
+    largest = np.maximum(np.maximum(vectors.max(axis=1), -vectors.min(axis=1)), 1e-12)
+    scaled = vectors * (127 / largest)[:, None]
+    return np.rint(scaled, out=scaled).astype(np.int8), (largest / 127).astype(np.float32)
 
 
 # A hit's columns that the vector row already carries.
@@ -914,15 +922,16 @@ def _identity(row: dict) -> tuple:
     return row["memory_key"], row["agent"], row["session_id"], row["version"]
 
 
-def shown_of(memory_rows: list[dict]) -> dict[tuple, tuple]:
+def shown_of(memory_rows: list[dict], read: bool = False) -> dict[tuple, tuple]:
     """What a hit shows of each memory row (value, valid_at, created_at), dates as ClickHouse keeps them (a write
-    notice carries microseconds), and the names its triples declare (entity mentions too, as the write path stores
-    them), by identity. A vector row without one is hydrated from ClickHouse."""
+    notice carries microseconds; rows `read` from ClickHouse have them so), and the names its triples declare (entity
+    mentions too, as the write path stores them), by identity. A vector row without one is hydrated from ClickHouse."""
+    stored = (lambda moment: moment) if read else native.as_stored
     return {
         _identity(m): (
             m["value"],
-            native.as_stored(m["valid_at"]),
-            native.as_stored(m["created_at"]),
+            stored(m["valid_at"]),
+            stored(m["created_at"]),
             tuple({part.lower() for subject, _, obj in m["triples"] for part in (subject, obj)}),
         )
         for m in memory_rows
@@ -1018,7 +1027,7 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         )
         added = [dict(zip(columns, row)) for row in rows]
         fresh = [_identity(row) for row in added if row_id(row) not in mirror.position]
-        shown = shown_of(_live_memory_columns(org, namespace, fresh)) if fresh and not mirror.compact else {}
+        shown = shown_of(_live_memory_columns(org, namespace, fresh), read=True) if fresh and not mirror.compact else {}
         # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
         chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
         mirror.add(added, chunked, shown)
@@ -1044,6 +1053,17 @@ def get(org: str, namespace: str, model: str, keys: bool = False, compact: bool 
             _begin_load(key)
         _used[key] = time.monotonic()
         return mirror if mirror is None or compact or not mirror.compact else None
+
+
+def awaited(org: str, namespace: str, model: str, timeout: float) -> Vectors | None:
+    """The namespace's mirror for the write gates (a compact one too), as `get` gives it, but waiting up to `timeout`
+    seconds for a load under way (or begun by this call) to install it: the first write after a start finds its
+    namespace loading, and a load of 100k rows takes seconds. None when it is not in by then, or too large."""
+    key = (clickhouse.target(), org, namespace, model)
+    if get(org, namespace, model, compact=True) is None:
+        with _lock:
+            _load_ended.wait_for(lambda: key in _mirrors or key not in _pending, timeout)
+    return get(org, namespace, model, compact=True)
 
 
 def _begin_load(key: tuple[str, str, str, str]) -> None:
@@ -1088,10 +1108,12 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
         log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
         with _lock:
             _pending.pop(key, None)
+            _load_ended.notify_all()
         return
     finally:
         clickhouse.release_thread()
     with _lock:
+        _load_ended.notify_all()  # (its waiters read on once this block, which installs the mirror, lets the lock go)
         for kind, items in _pending.pop(key):
             if mirror is None:
                 continue
@@ -1287,9 +1309,9 @@ def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = Fal
         # (A write under way may store a row's vector after the first read and its value before the second: its own
         # notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
         # (A high-sensitivity row has no model: never embedded nor indexed, it names nothing to either check.)
-        unvectored = {RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]}
-        unvectored -= {row_id(row) for row in rows}
-        mirror.add(rows, bool(chunked), shown_of(live), unvectored, words=False)
+        # (Those the range's vector rows hold are left out as they are shown: `Vectors.show`.)
+        unvectored = [RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]]
+        mirror.add(rows, bool(chunked), shown_of(live, read=True), unvectored, words=False)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
 

@@ -1,0 +1,139 @@
+"""The first write after a start, into a namespace of N memories: whether its write gates judge it.
+
+    .venv/bin/python bench/first_write.py [--sizes 10000 100000 200000] [--batch 500]
+
+A start leaves every namespace's vector mirror to load again, and a write batch too large to scan in ClickHouse
+(over LOOM_WRITE_GATES_MAX_PAIRS) has only the mirror to judge it. For each size one process writes N distinct
+memories (two LoCoMo turns each, gates off: the setup) and exits; then a fresh process, the start, writes one batch
+(half of it copies of stored values under new keys, half new values), timed, and counts what its gates said and the
+copies they caught; then, its mirror in, a second batch alike: the baseline, timed in the same process. The start is
+run twice on the same stored rows: with LOOM_WRITE_GATES_LOAD_WAIT_S at its default (the batch waits for the load)
+and at 0 (never waits: the code before it). Embedded engine, fake embedder.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def distinct_value(at: int, corpus: list[str]) -> str:
+    """A pair of turns no other row has (as bench/ingest.py's --distinct)."""
+    first = at % len(corpus)
+    return f"{corpus[first]} {corpus[(first + 1 + at // len(corpus)) % len(corpus)]}"
+
+
+def child(phase: str, size: int, batch: int, label: str) -> dict:
+    """One phase in a process of its own on the kept var/ (LOOM_VAR_DIR): the embedded engine is one process's."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from locomo import corpus
+
+    from retrieval.ingest import write
+    from retrieval.providers.embedders import get_embedder
+    from retrieval.store import schema, vector_mirror
+    from tenancy.access import Scope
+    from tenancy.roles import Role
+
+    turns = corpus()[0]
+    scope = Scope(org="bench", namespace=f"size-{size}", role=Role.ADMIN, subject="bench")
+    if phase == "setup":
+        schema.apply()
+        settings.LOOM_WRITE_GATES = False
+        for start in range(0, size, 1000):
+            write.set_memories(
+                scope,
+                [
+                    write.MemoryInput(memory_key=f"m{i}", value=distinct_value(i, turns))
+                    for i in range(start, min(start + 1000, size))
+                ],
+            )
+        return {}
+
+    def one_batch(name: str) -> dict:
+        copies = range(0, size, max(1, size // (batch // 2)))[: batch // 2]  # stored rows, spread over the namespace
+        items = [
+            write.MemoryInput(memory_key=f"{label}.{name}.copy{i}", value=distinct_value(i, turns)) for i in copies
+        ]
+        items += [
+            write.MemoryInput(memory_key=f"{label}.{name}.new{i}", value=distinct_value(size * 3 + i, turns))
+            for i in range(batch - len(items))
+        ]
+        started = time.perf_counter()
+        results = write.set_memories(scope, items)
+        return {
+            "ms": (time.perf_counter() - started) * 1000,
+            "judged": sum(r.write_gates == "judged" for r in results),
+            "copies": len(copies),
+            "caught": sum(r.duplicate_of is not None for r in results[: len(copies)]),
+        }
+
+    first = one_batch("first")
+    deadline = time.monotonic() + 600
+    while not vector_mirror.loaded(scope.org, scope.namespace, get_embedder().model_name):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the mirror of {size:,} rows did not load within 600 s")
+        time.sleep(0.05)
+    return {"first": first, "later": one_batch("later")}
+
+
+def run(phase: str, size: int, batch: int, var: str, label: str = "", wait: str | None = None) -> dict:
+    env = {**os.environ, "LOOM_VAR_DIR": var, "LOOM_EMBEDDING_MODEL": "fake-ngram-384"}
+    if wait is not None:
+        env["LOOM_WRITE_GATES_LOAD_WAIT_S"] = wait
+    answer = subprocess.run(
+        [sys.executable, __file__, "--child", phase, str(size), str(batch), label],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(answer.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000, 200000])
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        phase, size, batch, label = args.child
+        print(json.dumps(child(phase, int(size), int(batch), label)))
+        return
+    from loom_site import settings as loom  # (the default the starts run with)
+    from tests.scratch import scratch_dir
+
+    print(
+        f"the first memory.set batch ({args.batch}: half copies of stored values) after a start, embedded, fake "
+        f"embedder; LOOM_WRITE_GATES_LOAD_WAIT_S {loom.LOOM_WRITE_GATES_LOAD_WAIT_S:g} s against 0"
+    )
+    print(
+        f"{'memories':>9} {'wait':>5} {'first ms':>9} {'judged':>7} {'copies caught':>14} "
+        f"{'later ms':>9} {'judged':>7} {'copies caught':>14}"
+    )
+    for size in args.sizes:
+        var = scratch_dir("loom-bench-first-write-")
+        run("setup", size, args.batch, var)
+        for wait in (None, "0"):
+            label = "waits" if wait is None else "nowait"
+            found = run("start", size, args.batch, var, label, wait)
+            first, later = found["first"], found["later"]
+            print(
+                f"{size:>9} {'0' if wait else 'yes':>5} {first['ms']:>9.0f} {first['judged']:>7} "
+                f"{first['caught']:>7}/{first['copies']:<6} {later['ms']:>9.0f} {later['judged']:>7} "
+                f"{later['caught']:>7}/{later['copies']:<6}"
+            )
+
+
+if __name__ == "__main__":
+    main()
