@@ -507,12 +507,13 @@ LOOM_WRITE_GATES_MAX_PAIRS = env.integer(
     doc='without a vector mirror, a batch whose (new × stored) pairs exceed this is stored unjudged (`write_gates: "skipped"`)',
 )
 # A write batch too large to scan in ClickHouse (over LOOM_WRITE_GATES_MAX_PAIRS) that finds its namespace's mirror
-# loading (the first write or search after a start begins the load) waits this long for it rather than go unjudged.
+# loading (the first write or search after a start begins the load) waits this long for it rather than go unjudged,
+# unless the load's pace so far says it will not be in by then (vector_mirror.awaited).
 LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     "LOOM_WRITE_GATES_LOAD_WAIT_S",
     10.0,
     minimum=0,
-    doc='a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` that finds its namespace\'s vector mirror loading waits this many seconds for it, then is stored unjudged (`write_gates: "skipped"`); 0: never waits',
+    doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` that finds its namespace's vector mirror loading waits up to this many seconds for it (not at all once the load's pace says it will be later), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
 )
 # From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
 # value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).

@@ -145,9 +145,9 @@ def _nearest_stored(
             return mirror.nearest(vectors, keys, scopes)
         log.warning(
             "write gates skipped for %d rows of %s/%s: %d new x %d stored rows is over "
-            "LOOM_WRITE_GATES_MAX_PAIRS (%d), and no vector mirror holds the namespace here (it did not load within "
-            "LOOM_WRITE_GATES_LOAD_WAIT_S, %g s; LOOM_VECTOR_MIRROR is off; or even its compact mirror is past "
-            "LOOM_VECTOR_MIRROR_MAX_BYTES)",
+            "LOOM_WRITE_GATES_MAX_PAIRS (%d), and no vector mirror holds the namespace here (its load was not in within "
+            "LOOM_WRITE_GATES_LOAD_WAIT_S, %g s, or its pace said it would not be; LOOM_VECTOR_MIRROR is off; or even "
+            "its compact mirror is past LOOM_VECTOR_MIRROR_MAX_BYTES)",
             len(keys),
             scope.org,
             scope.namespace,

@@ -65,7 +65,8 @@ _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loadin
 _counting: set[tuple[str, str, str, str]] = set()  # loaded, serving vectors, still counting its words (`count_words`)
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
 _outgrown: set[tuple[str, str, str, str]] = set()  # full mirrors grown past the byte budget: loaded compact again
-_load_ended = threading.Condition(_lock)  # notified as each load installs its mirror or fails (`awaited`)
+_load_ended = threading.Condition(_lock)  # notified as a load reads a range, installs its mirror or fails (`awaited`)
+_progress: dict[tuple[str, str, str, str], tuple[float, int, int]] = {}  # loading: (began, rows read, rows to read)
 
 
 class Vectors:
@@ -1058,12 +1059,23 @@ def get(org: str, namespace: str, model: str, keys: bool = False, compact: bool 
 def awaited(org: str, namespace: str, model: str, timeout: float) -> Vectors | None:
     """The namespace's mirror for the write gates (a compact one too), as `get` gives it, but waiting up to `timeout`
     seconds for a load under way (or begun by this call) to install it: the first write after a start finds its
-    namespace loading, and a load of 100k rows takes seconds. None when it is not in by then, or too large."""
+    namespace loading, and a load of 100k rows takes seconds. None when it is not in by then, or too large; at once
+    when the load's pace so far says it will not be in by then (every write during a million rows' minute-long load
+    waited the whole timeout before, and was unjudged after all)."""
     key = (clickhouse.target(), org, namespace, model)
     if get(org, namespace, model, compact=True) is None:
+        deadline = time.monotonic() + timeout
         with _lock:
-            _load_ended.wait_for(lambda: key in _mirrors or key not in _pending, timeout)
+            _load_ended.wait_for(lambda: key in _mirrors or key not in _pending or _ends_after(key, deadline), timeout)
     return get(org, namespace, model, compact=True)
+
+
+def _ends_after(key: tuple[str, str, str, str], deadline: float) -> bool:
+    """Whether the namespace's load, at its pace so far, reads its last row after `deadline`. Under _lock."""
+    if (progress := _progress.get(key)) is None or not progress[1]:
+        return False
+    began, read, total = progress
+    return began + (time.monotonic() - began) * total / read > deadline
 
 
 def _begin_load(key: tuple[str, str, str, str]) -> None:
@@ -1108,12 +1120,14 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
         log.warning("vector mirror load of %s/%s failed: %s", org, namespace, exc)
         with _lock:
             _pending.pop(key, None)
+            _progress.pop(key, None)
             _load_ended.notify_all()
         return
     finally:
         clickhouse.release_thread()
     with _lock:
         _load_ended.notify_all()  # (its waiters read on once this block, which installs the mirror, lets the lock go)
+        _progress.pop(key, None)
         for kind, items in _pending.pop(key):
             if mirror is None:
                 continue
@@ -1254,6 +1268,7 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
 # range's rows as read (a million rows read at once held ~3x the mirror's bytes here: the wire copy, the rows
 # decoded, the arrays built from them).
 LOAD_STEP = 100_000
+FIRST_LOAD_STEP = 10_000
 
 
 def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = False) -> Vectors | None:
@@ -1281,6 +1296,7 @@ def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = Fal
     columns = _columns(keyed, compact)
     mirror = Vectors(keyed, compact)
     mirror.keys_fit = keys_fit
+    key, began = (clickhouse.target(), org, namespace, model), time.monotonic()
     for low, high in _key_ranges(params, count):
         within = {**params, "low": low, "high": high}
         rows = clickhouse.query_decoded(
@@ -1304,6 +1320,7 @@ def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = Fal
         rows = [dict(zip(columns, row)) for row in rows]
         if compact:  # (no words, shown values or stubs to note)
             mirror.add(rows, bool(chunked), words=False)
+            _progressed(key, began, len(mirror.ids), count)
             continue
         live = _live_memory_columns(org, namespace, keys=(low, high))
         # (A write under way may store a row's vector after the first read and its value before the second: its own
@@ -1312,8 +1329,16 @@ def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = Fal
         # (Those the range's vector rows hold are left out as they are shown: `Vectors.show`.)
         unvectored = [RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]]
         mirror.add(rows, bool(chunked), shown_of(live, read=True), unvectored, words=False)
+        _progressed(key, began, len(mirror.ids), count)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
+
+
+def _progressed(key: tuple[str, str, str, str], began: float, read: int, total: int) -> None:
+    """A load's progress, for the writes waiting for it (`awaited`)."""
+    with _lock:
+        _progress[key] = (began, read, total)
+        _load_ended.notify_all()
 
 
 _KEY_RANGE = "memory_key >= {low:String} AND ({high:Nullable(String)} IS NULL OR memory_key < {high:Nullable(String)})"
@@ -1321,7 +1346,8 @@ _KEY_RANGE = "memory_key >= {low:String} AND ({high:Nullable(String)} IS NULL OR
 
 def _key_ranges(params: dict, count: int) -> list[tuple[str, str | None]]:
     """[low, high) ranges of memory_key holding about LOAD_STEP of the namespace's live vector rows each (a key's
-    rows all in one); a single range below that."""
+    rows all in one), the first FIRST_LOAD_STEP (its pace tells a waiting write soon whether to wait: `awaited`); a
+    single range below LOAD_STEP."""
     if count <= LOAD_STEP:
         return [("", None)]
     keys = clickhouse.query_rows(
@@ -1332,7 +1358,7 @@ def _key_ranges(params: dict, count: int) -> list[tuple[str, str | None]]:
         """,
         params,
     )
-    bounds = sorted({key for (key,) in keys[LOAD_STEP::LOAD_STEP]})
+    bounds = sorted({key for (key,) in [*keys[FIRST_LOAD_STEP : FIRST_LOAD_STEP + 1], *keys[LOAD_STEP::LOAD_STEP]]})
     return list(zip(["", *bounds], [*bounds, None]))
 
 
