@@ -61,6 +61,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/http_load.py
 	$(BIN)/python bench/gates.py
 	$(BIN)/python bench/first_write.py
+	$(BIN)/python bench/embedding_cache.py
 
 bench-quality: $(VENV)/.dev
 	LOOM_EMBEDDING_MODEL=local LOOM_MEMORY_SEARCH_DEFAULT_MODE=hybrid $(BIN)/python bench/quality.py

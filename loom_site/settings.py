@@ -598,8 +598,16 @@ LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer(
     "LOOM_VECTOR_MIRROR_MAX_BYTES",
     4 << 30,
     minimum=0,
-    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
+    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search (or the process's start: `LOOM_VECTOR_MIRROR_WARM`) starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
     shown="4294967296 (4 GiB)",
+)
+# A serving process's start loads the mirrors of the namespaces written most recently (vector_mirror.warm): a restart
+# otherwise left each to load on its first search or large write, which waited for it or scanned ClickHouse meanwhile.
+LOOM_VECTOR_MIRROR_WARM = env.integer(
+    "LOOM_VECTOR_MIRROR_WARM",
+    100,
+    minimum=0,
+    doc="at its start a serving process loads, one after another, the mirrors of up to this many namespaces, the most recently written first, as many as fit `LOOM_VECTOR_MIRROR_MAX_BYTES` together: their first searches and write batches after a restart find them in instead of loading them (each such search reads ClickHouse meanwhile, each large batch waits up to `LOOM_WRITE_GATES_LOAD_WAIT_S`); 0: none until asked for",
 )
 
 # --- Rerankers (retrieval/search/rerank.py) ------------------------------------------

@@ -7,15 +7,27 @@ application = get_wsgi_application()
 
 # Boot, in the server process: the embedder's real width is probed (health: embedding_dim_mismatch), and stubs are
 # embedded here when no other process may open the data (the embedded engine: LOOM_EMBEDDING_WORKER), the
-# embedder is recalibrated weekly (LOOM_RECALIBRATION_ENABLED), and question sets re-run (LOOM_EVAL_SCHEDULE).
+# embedder is recalibrated weekly (LOOM_RECALIBRATION_ENABLED), question sets re-run (LOOM_EVAL_SCHEDULE), and the
+# vector mirrors of the namespaces written most recently loaded (LOOM_VECTOR_MIRROR_WARM).
 import threading  # noqa: E402
 
 from retrieval.evaluation import schedule  # noqa: E402 (needs the app registry)
 from retrieval.gates import recalibration  # noqa: E402
 from retrieval.ingest import embed_pending  # noqa: E402
 from retrieval.providers import embedders  # noqa: E402
+from retrieval.search import key_axis  # noqa: E402
+from retrieval.store import clickhouse, vector_mirror  # noqa: E402
+
+
+def _warm_mirrors() -> None:
+    try:  # (the embedder is built here, not at boot: a local model takes seconds to load)
+        vector_mirror.warm(embedders.get_embedder().model_name, key_axis.enabled)
+    finally:
+        clickhouse.release_thread()
+
 
 threading.Thread(target=embedders.probe_width, name="loom-width-probe", daemon=True).start()
 embed_pending.start_worker()
 recalibration.start_worker()
 schedule.start_worker()
+threading.Thread(target=_warm_mirrors, name="loom-mirror-warm", daemon=True).start()

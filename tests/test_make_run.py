@@ -28,9 +28,9 @@ def http(method: str, url: str, body=None, token=None):
         return error.code, json.loads(error.read())
 
 
-def start(var: Path, port: int) -> tuple[subprocess.Popen, str, Path]:
+def start(var: Path, port: int, **settings: str) -> tuple[subprocess.Popen, str, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
-    env["LOOM_VAR_DIR"] = str(var)
+    env |= {"LOOM_VAR_DIR": str(var), **settings}
     log = var.parent / f"make-run-{port}.log"
     with open(log, "wb") as out:  # the server writes to its own copy of the descriptor
         process = subprocess.Popen(
@@ -60,6 +60,14 @@ def stop(process: subprocess.Popen, log: Path):
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         raise AssertionError("make run did not stop within 30 s of SIGTERM:\n" + log.read_text()[-3000:]) from None
+
+
+def mirror_bytes(base: str, metrics_token: str) -> float:
+    """What the server's vector mirrors hold, by its Prometheus metrics."""
+    request = urllib.request.Request(f"{base}/metrics", headers={"Authorization": f"Bearer {metrics_token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        text = answer.read().decode()
+    return float(re.search(r"^loom_vector_mirror_bytes (\S+)$", text, re.M).group(1))
 
 
 def printed_token(log: Path) -> str:
@@ -154,10 +162,15 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
     finally:
         stop(process, log)
 
-    # A second run reuses the org, the token and the data.
-    process, base, log2 = start(var, free_port())
+    # A second run reuses the org, the token and the data, and loads the demo namespace's vector mirror before any
+    # request asks for it (LOOM_VECTOR_MIRROR_WARM): its first search after the restart reads no ClickHouse scan.
+    process, base, log2 = start(var, free_port(), LOOM_METRICS_TOKEN="scraper")
     try:
         assert printed_token(log2) == token
+        deadline = time.monotonic() + 60
+        while mirror_bytes(base, "scraper") == 0:
+            assert time.monotonic() < deadline, "the demo namespace's mirror was not loaded at the start"
+            time.sleep(0.2)
         status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
         assert (status, body["value"]) == (200, "hello")
     finally:

@@ -403,6 +403,31 @@ def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_b
     assert not vector_mirror.loaded(org, "second", "fake-ngram-384")
 
 
+def test_a_start_warms_the_mirrors_of_the_namespaces_written_last_as_many_as_fit(backend, agent, call, settings):
+    """A restart left every namespace to load on its first search (which read ClickHouse meanwhile) or large write
+    (which waited for it): a serving process loads the most recently written ones at its start (loom_site/wsgi.py)."""
+    from tests.conftest import Agent
+
+    settings.LOOM_VECTOR_MIRROR = False  # nothing loads as they are written
+    older, newer = Agent(call, agent.token, namespace="older"), Agent(call, agent.token, namespace="newer")
+    older.set(*ROWS)
+    newer.set(*ROWS[:4])
+    settings.LOOM_VECTOR_MIRROR = True
+    org, model, unkeyed = agent_org(agent), "fake-ngram-384", lambda *_: False
+    settings.LOOM_VECTOR_MIRROR_WARM = 0
+    assert vector_mirror.warm(model, unkeyed) == [] and vector_mirror.loading() == 0
+    settings.LOOM_VECTOR_MIRROR_WARM = 2  # (the engine holds earlier tests' namespaces too)
+    # Room for the newer namespace's rows, not for both namespaces'.
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = len(ROWS) * vector_mirror.Vectors.row_bytes(384, keyed=False)
+    assert vector_mirror.warm(model, unkeyed) == [(org, "newer")]
+    assert vector_mirror.loaded(org, "newer", model) and not vector_mirror.loaded(org, "older", model)
+    assert newer.search("production deploys", explain=True).json["retrieval_work"]["vector_read"] == "mirror"
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 30
+    held = vector_mirror.warm(model, lambda org, namespace, model: namespace == "older")  # its searches score keys
+    assert held == [(org, "newer"), (org, "older")]
+    assert vector_mirror.get(org, "older", model).keyed and not vector_mirror.get(org, "newer", model).keyed
+
+
 def wait_until(condition, timeout=30.0):
     deadline = time.monotonic() + timeout
     while not condition():

@@ -65,7 +65,8 @@ _pending: dict[tuple[str, str, str, str], list[tuple[str, list]]] = {}  # loadin
 _counting: set[tuple[str, str, str, str]] = set()  # loaded, serving vectors, still counting its words (`count_words`)
 _used: dict[tuple[str, str, str, str], float] = {}  # when each mirror last served a search (eviction order)
 _outgrown: set[tuple[str, str, str, str]] = set()  # full mirrors grown past the byte budget: loaded compact again
-_load_ended = threading.Condition(_lock)  # notified as a load reads a range, installs its mirror or fails (`awaited`)
+# Notified as a load reads a range, installs its mirror, fails, or has counted its words (`awaited`, `warm`).
+_load_ended = threading.Condition(_lock)
 _progress: dict[tuple[str, str, str, str], tuple[float, int, int]] = {}  # loading: (began, rows read, rows to read)
 
 
@@ -1085,6 +1086,46 @@ def _begin_load(key: tuple[str, str, str, str]) -> None:
         threading.Thread(target=_load_in_background, args=(key,), name="loom-mirror-load", daemon=True).start()
 
 
+def warm(model: str, keyed: Callable[[str, str, str], bool]) -> list[tuple[str, str]]:
+    """A serving process's start: load, one at a time, the mirrors of the namespaces written most recently (up to
+    LOOM_VECTOR_MIRROR_WARM of them, as many as fit LOOM_VECTOR_MIRROR_MAX_BYTES together). A restart left every
+    namespace to load on its first search or large write, which scanned ClickHouse or waited for it (`awaited`)
+    meanwhile; a namespace idle at the start is in before it is asked. `keyed(org, namespace, model)`: whether its
+    searches score the key axis (its first search would load it again with key vectors). The (org, namespace) pairs
+    held at the end, in the order loaded."""
+    held: list[tuple[str, str]] = []
+    if not enabled() or not settings.LOOM_VECTOR_MIRROR_WARM:
+        return held
+    try:
+        recent = clickhouse.query(
+            """
+            SELECT org, namespace, count() AS rows, max(embedding_dim) AS dim FROM memory_embeddings
+            WHERE embedding_model = {model:String} AND status = 'active' AND embedding_dim > 0
+            GROUP BY org, namespace
+            ORDER BY max(inserted_at) DESC, org, namespace
+            LIMIT {most:UInt32}
+            """,
+            {"model": model, "most": settings.LOOM_VECTOR_MIRROR_WARM},
+        )
+        room = settings.LOOM_VECTOR_MIRROR_MAX_BYTES
+        for row in recent:
+            org, namespace = row["org"], row["namespace"]
+            keys = keyed(org, namespace, model)
+            if row["rows"] * Vectors.row_bytes(row["dim"], keys) > room:  # (its first search loads it, as before)
+                continue
+            get(org, namespace, model, keys)  # begins its load, as its first search would
+            key = (clickhouse.target(), org, namespace, model)
+            with _lock:  # one at a time, words counted too: the process serves meanwhile
+                _load_ended.wait_for(lambda key=key: key not in _pending and key not in _counting)
+                mirror = _mirrors.get(key)
+            if mirror is not None:
+                room -= mirror.nbytes
+                held.append((org, namespace))
+    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:  # (each loads when asked for)
+        log.warning("vector mirrors warmed for %d namespaces, then stopped: %s", len(held), exc)
+    return held
+
+
 def peek(org: str, namespace: str, model: str, compact: bool = False) -> Vectors | None:
     """The namespace's mirror when it is loaded; no load begins (a search's side reads leave that to its vector leg,
     which knows whether the key vectors are wanted). A compact mirror only with `compact` (a write's notices)."""
@@ -1146,6 +1187,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
     finally:
         with _lock:
             _counting.discard(key)
+            _load_ended.notify_all()
 
 
 def _keep(key: tuple, mirror: Vectors | None) -> bool:
