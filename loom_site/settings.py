@@ -607,7 +607,7 @@ LOOM_VECTOR_MIRROR_WARM = env.integer(
     "LOOM_VECTOR_MIRROR_WARM",
     100,
     minimum=0,
-    doc="at its start a serving process loads, one after another, the mirrors of up to this many namespaces, the most recently written first, as many as fit `LOOM_VECTOR_MIRROR_MAX_BYTES` together: their first searches and write batches after a restart find them in instead of loading them (each such search reads ClickHouse meanwhile, each large batch waits up to `LOOM_WRITE_GATES_LOAD_WAIT_S`); 0: none until asked for",
+    doc="at its start a serving process loads, one after another and smallest first, the mirrors of the namespaces written most recently, up to this many, as many as fit `LOOM_VECTOR_MIRROR_MAX_BYTES` together: their first searches and write batches after a restart find them in instead of loading them (each such search reads ClickHouse meanwhile, each large batch waits up to `LOOM_WRITE_GATES_LOAD_WAIT_S`); 0: none until asked for",
 )
 
 # --- Rerankers (retrieval/search/rerank.py) ------------------------------------------

@@ -410,21 +410,22 @@ def test_a_start_warms_the_mirrors_of_the_namespaces_written_last_as_many_as_fit
 
     settings.LOOM_VECTOR_MIRROR = False  # nothing loads as they are written
     older, newer = Agent(call, agent.token, namespace="older"), Agent(call, agent.token, namespace="newer")
-    older.set(*ROWS)
-    newer.set(*ROWS[:4])
+    older.set(*ROWS[:4])
+    newer.set(*ROWS)
     settings.LOOM_VECTOR_MIRROR = True
     org, model, unkeyed = agent_org(agent), "fake-ngram-384", lambda *_: False
     settings.LOOM_VECTOR_MIRROR_WARM = 0
     assert vector_mirror.warm(model, unkeyed) == [] and vector_mirror.loading() == 0
     settings.LOOM_VECTOR_MIRROR_WARM = 2  # (the engine holds earlier tests' namespaces too)
-    # Room for the newer namespace's rows, not for both namespaces'.
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = len(ROWS) * vector_mirror.Vectors.row_bytes(384, keyed=False)
+    # Room for the newer namespace's eight rows, not for the older one's four beside them.
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 11 * vector_mirror.Vectors.row_bytes(384, keyed=False)
     assert vector_mirror.warm(model, unkeyed) == [(org, "newer")]
     assert vector_mirror.loaded(org, "newer", model) and not vector_mirror.loaded(org, "older", model)
     assert newer.search("production deploys", explain=True).json["retrieval_work"]["vector_read"] == "mirror"
+    # With room for both, the smaller loads first; the older's searches score keys, so it holds key vectors.
     settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 30
-    held = vector_mirror.warm(model, lambda org, namespace, model: namespace == "older")  # its searches score keys
-    assert held == [(org, "newer"), (org, "older")]
+    held = vector_mirror.warm(model, lambda org, namespace, model: namespace == "older")
+    assert held == [(org, "older"), (org, "newer")]
     assert vector_mirror.get(org, "older", model).keyed and not vector_mirror.get(org, "newer", model).keyed
 
 

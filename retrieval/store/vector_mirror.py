@@ -1087,12 +1087,12 @@ def _begin_load(key: tuple[str, str, str, str]) -> None:
 
 
 def warm(model: str, keyed: Callable[[str, str, str], bool]) -> list[tuple[str, str]]:
-    """A serving process's start: load, one at a time, the mirrors of the namespaces written most recently (up to
-    LOOM_VECTOR_MIRROR_WARM of them, as many as fit LOOM_VECTOR_MIRROR_MAX_BYTES together). A restart left every
-    namespace to load on its first search or large write, which scanned ClickHouse or waited for it (`awaited`)
-    meanwhile; a namespace idle at the start is in before it is asked. `keyed(org, namespace, model)`: whether its
-    searches score the key axis (its first search would load it again with key vectors). The (org, namespace) pairs
-    held at the end, in the order loaded."""
+    """A serving process's start: load, one at a time and smallest first, the mirrors of the namespaces written most
+    recently (up to LOOM_VECTOR_MIRROR_WARM of them, as many as fit LOOM_VECTOR_MIRROR_MAX_BYTES together). A restart
+    left every namespace to load on its first search or large write, which scanned ClickHouse or waited for it
+    (`awaited`) meanwhile; a namespace idle at the start is in before it is asked. `keyed(org, namespace, model)`:
+    whether its searches score the key axis (its first search would load it again with key vectors). The (org,
+    namespace) pairs held at the end, in the order loaded."""
     held: list[tuple[str, str]] = []
     if not enabled() or not settings.LOOM_VECTOR_MIRROR_WARM:
         return held
@@ -1107,20 +1107,21 @@ def warm(model: str, keyed: Callable[[str, str, str], bool]) -> list[tuple[str, 
             """,
             {"model": model, "most": settings.LOOM_VECTOR_MIRROR_WARM},
         )
-        room = settings.LOOM_VECTOR_MIRROR_MAX_BYTES
-        for row in recent:
-            org, namespace = row["org"], row["namespace"]
-            keys = keyed(org, namespace, model)
-            if row["rows"] * Vectors.row_bytes(row["dim"], keys) > room:  # (its first search loads it, as before)
-                continue
+        room, chosen = settings.LOOM_VECTOR_MIRROR_MAX_BYTES, []
+        for row in recent:  # the most recently written that fit (the rest load when asked for, as before)
+            keys = keyed(row["org"], row["namespace"], model)
+            if (weight := row["rows"] * Vectors.row_bytes(row["dim"], keys)) <= room:
+                room -= weight
+                chosen.append((row["rows"], row["org"], row["namespace"], keys))
+        # Smallest first, one at a time (words counted too): the most namespaces in soonest, while the process serves.
+        # A namespace asked for meanwhile begins its own load (`get`), as on a cold start.
+        for _, org, namespace, keys in sorted(chosen):
             get(org, namespace, model, keys)  # begins its load, as its first search would
             key = (clickhouse.target(), org, namespace, model)
-            with _lock:  # one at a time, words counted too: the process serves meanwhile
+            with _lock:
                 _load_ended.wait_for(lambda key=key: key not in _pending and key not in _counting)
-                mirror = _mirrors.get(key)
-            if mirror is not None:
-                room -= mirror.nbytes
-                held.append((org, namespace))
+                if _mirrors.get(key) is not None:
+                    held.append((org, namespace))
     except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:  # (each loads when asked for)
         log.warning("vector mirrors warmed for %d namespaces, then stopped: %s", len(held), exc)
     return held
