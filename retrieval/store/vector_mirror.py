@@ -1107,8 +1107,10 @@ def warm(model: str, keyed: Callable[[str, str, str], bool]) -> list[tuple[str, 
             """,
             {"model": model, "most": settings.LOOM_VECTOR_MIRROR_WARM},
         )
+        # The most recently written that fit (the rest load when asked for, as before), each weighed by every version
+        # it stores: at least what its load keeps.
         room, chosen = settings.LOOM_VECTOR_MIRROR_MAX_BYTES, []
-        for row in recent:  # the most recently written that fit (the rest load when asked for, as before)
+        for row in recent:
             keys = keyed(row["org"], row["namespace"], model)
             if (weight := row["rows"] * Vectors.row_bytes(row["dim"], keys)) <= room:
                 room -= weight
