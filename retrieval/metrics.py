@@ -44,3 +44,8 @@ write_gates = Counter(
     registry=REGISTRY,
 )
 mirror_bytes = Gauge("loom_vector_mirror_bytes", "Bytes the vector mirrors hold in this process", registry=REGISTRY)
+mirror_loading = Gauge(
+    "loom_vector_mirror_loading",
+    "Namespaces whose vector mirror this process is loading (its vectors, or its words): a start's warm-up too",
+    registry=REGISTRY,
+)

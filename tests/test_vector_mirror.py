@@ -429,6 +429,24 @@ def test_a_start_warms_the_mirrors_of_the_namespaces_written_last_as_many_as_fit
     assert vector_mirror.get(org, "older", model).keyed and not vector_mirror.get(org, "newer", model).keyed
 
 
+def test_an_operator_sees_the_loads_under_way(agent, settings, monkeypatch):
+    """After a restart the mirrors load in the background: /metrics says how many are loading until they are in."""
+    import threading
+
+    from retrieval import metrics
+
+    settings.LOOM_VECTOR_MIRROR = False  # no load before every row is in
+    agent.set(*ROWS)
+    settings.LOOM_VECTOR_MIRROR = True
+    release, original = threading.Event(), vector_mirror._load
+    monkeypatch.setattr(vector_mirror, "_load", lambda *args: release.wait(10) and original(*args))
+    agent.search("start the load")
+    assert metrics.REGISTRY.get_sample_value("loom_vector_mirror_loading") == 1
+    release.set()
+    wait_until(lambda: vector_mirror.loaded(agent_org(agent), agent.namespace, "fake-ngram-384"))
+    assert metrics.REGISTRY.get_sample_value("loom_vector_mirror_loading") == 0
+
+
 def wait_until(condition, timeout=30.0):
     deadline = time.monotonic() + timeout
     while not condition():

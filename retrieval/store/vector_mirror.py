@@ -1243,6 +1243,9 @@ def loading() -> int:
         return len(_pending) + len(_counting)
 
 
+metrics.mirror_loading.set_function(loading)
+
+
 def loaded(org: str, namespace: str, model: str) -> bool:
     """Whether the namespace's mirror is in, words too, with no load of it under way (under the lock: a load installs
     its mirror and drops others for the budget in one step)."""
