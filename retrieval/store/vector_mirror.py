@@ -1378,14 +1378,13 @@ def _load(org: str, namespace: str, model: str, keyed: bool, compact: bool = Fal
         rows = [dict(zip(columns, row)) for row in rows]
         if compact:  # (no words, shown values or stubs to note)
             mirror.add(rows, bool(chunked), words=False)
-            _progressed(key, began, len(mirror.ids), count)
-            continue
-        # (A write under way may store a row's vector after the first read and its value before the second: its own
-        # notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
-        # (A high-sensitivity row has no model: never embedded nor indexed, it names nothing to either check.)
-        # (Those the range's vector rows hold are left out as they are shown: `Vectors.show`.)
-        unvectored = [RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]]
-        mirror.add(rows, bool(chunked), shown_of(live, read=True), unvectored, words=False)
+        else:
+            # (A write under way may store a row's vector after the first read and its value before the second: its
+            # own notice adds the vector, and takes the row out of `unvectored`, once the load is in.)
+            # (A high-sensitivity row has no model: never embedded nor indexed, it names nothing to either check.)
+            # (Those the range's vector rows hold are left out as they are shown: `Vectors.show`.)
+            unvectored = [RowId(namespace, *_identity(row)) for row in live if row["embedding_model"]]
+            mirror.add(rows, bool(chunked), shown_of(live, read=True), unvectored, words=False)
         _progressed(key, began, len(mirror.ids), count)
     mirror.since = since - SYNC_LAG if since is not None else None
     return mirror
