@@ -65,6 +65,17 @@ def test_the_remembered_stems_are_emptied_once_full(monkeypatch):
     assert text._STEMS == {"walked": "walk"}
 
 
+def test_numbers_are_their_own_stems_and_never_crowd_the_words_out(monkeypatch):
+    # Numbered keys (m0..m999999) brought a new word nearly every row: the memory filled and was emptied over and
+    # over, and every word was stemmed again after each time.
+    monkeypatch.setattr(text, "_STEMS_HELD", 3)
+    text._STEMS.clear()
+    assert text.stems(["running", "dogs"]) == ["run", "dog"]
+    for number in range(10):
+        assert text.stems(["m", str(number), "dogs"]) == ["m", str(number), "dog"]
+    assert text._STEMS == {"running": "run", "dogs": "dog", "m": "m"}
+
+
 def test_chunks_cover_the_value_with_overlap_on_word_boundaries():
     value = " ".join(f"word{i}" for i in range(400))
     passages = chunking.split(value, 200, 40)

@@ -26,7 +26,9 @@ def tokens(text: str) -> list[str]:
 
 # Stems already made, by word: PyStemmer's own cache costs ~0.4 µs a word (a write's 26k words, 10 ms), a dict
 # lookup a tenth of that. A text whose words are all known costs one comprehension; one with a new word is stemmed
-# whole. Emptied when full: a language's working vocabulary is far smaller.
+# whole. Emptied when full: a language's working vocabulary is far smaller. A number is its own stem and is never
+# remembered: ids and amounts are new words nearly every time (keys numbered m0..m999999 filled and emptied the
+# cache five times over a million rows' word count, every word stemmed again after each).
 _STEMS: dict[str, str] = {}
 _STEMS_HELD = 200_000
 
@@ -34,12 +36,12 @@ _STEMS_HELD = 200_000
 def stems(words: list[str]) -> list[str]:
     known = _STEMS
     try:
-        return [known[word] for word in words]
+        return [word if word.isdigit() else known[word] for word in words]
     except KeyError:
         stemmed = _stemmer.stemWords(words)
         if len(known) > _STEMS_HELD:
             known.clear()
-        known.update(zip(words, stemmed))
+        known.update((word, stem) for word, stem in zip(words, stemmed) if not word.isdigit())
         return stemmed
 
 
