@@ -70,7 +70,7 @@ class Connection:
 class Served:
     """`make run` itself (PORT, WORKERS, THREADS), in a scratch var/ directory, with the fake embedder."""
 
-    def __init__(self, workers: int, clickhouse_url: str | None, marker: str = "engine", threads: int = 8):
+    def __init__(self, workers: int, threads: int, clickhouse_url: str | None, marker: str = "engine"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         var = scratch_dir("loom-bench-http-")
@@ -218,7 +218,7 @@ def main():
         backend, _, rest = config.partition(":")
         workers, _, marker = rest.partition(":")
         server = Server(scratch_dir("loom-bench-http-ch-")) if backend == "server" else None
-        served = Served(int(workers or 1), server.url if server else None, marker or "engine", threads)
+        served = Served(int(workers or 1), threads, server.url if server else None, marker or "engine")
         try:
             preload(served, turns, args.memories)
             result = load(served, questions, args.clients, args.seconds, args.write_every)
