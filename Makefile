@@ -35,7 +35,7 @@ run: export LOOM_SEARCH_TRACE_LOG_ENABLED ?= true
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py loom_bootstrap --host $(HOST) --port $(PORT) --workers $(WORKERS)
-	exec $(BIN)/gunicorn loom_site.wsgi:application --bind $(HOST):$(PORT) \
+	exec $(BIN)/gunicorn loom_site.wsgi:application --config python:loom_site.serving --bind $(HOST):$(PORT) \
 		--workers $(WORKERS) --threads $(THREADS) --graceful-timeout 10 --access-logfile - --error-logfile -
 
 test: $(VENV)/.dev

@@ -2,10 +2,11 @@
 read back.
 
     .venv/bin/python bench/http_load.py [--clients 8] [--seconds 20] [--memories 2000] [--configs embedded server:4]
-                                        [--write-every 5] [--threads 8]
+                                        [--write-every 5] [--threads 8] [--pinned true false]
 
 Each config is served by `make run` itself (gunicorn, `--threads` threads per worker, 8 as `make run`'s default, each
-count in turn when several are given; the fake 384-d embedder):
+count in turn when several are given; with `--pinned`, LOOM_PIN_PYTHON_THREADS each way in turn; the fake 384-d
+embedder):
 `embedded` on the embedded engine (one worker), `server:N` with N workers on a ClickHouse HTTP server on loopback
 (tests/chserver.py), `server:N:host` the same with LOOM_CHANGE_MARKER=host (the workers share the host's stamps
 instead of asking the engine what changed on every search). The namespace is preloaded with LoCoMo turns; then each client loops for the duration: searches
@@ -70,7 +71,7 @@ class Connection:
 class Served:
     """`make run` itself (PORT, WORKERS, THREADS), in a scratch var/ directory, with the fake embedder."""
 
-    def __init__(self, workers: int, threads: int, clickhouse_url: str | None, marker: str = "engine"):
+    def __init__(self, workers: int, threads: int, clickhouse_url: str | None, marker: str = "engine", pinned=True):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         var = scratch_dir("loom-bench-http-")
@@ -79,6 +80,7 @@ class Served:
             "LOOM_VAR_DIR": var,
             "LOOM_EMBEDDING_MODEL": "fake-ngram-384",
             "LOOM_CHANGE_MARKER": marker,
+            "LOOM_PIN_PYTHON_THREADS": str(pinned).lower(),
             **({"LOOM_CLICKHOUSE_URL": clickhouse_url} if clickhouse_url else {}),
         }
         self.process = subprocess.Popen(
@@ -206,19 +208,24 @@ def main():
     parser.add_argument("--configs", nargs="+", default=["embedded", "server:4"])
     parser.add_argument("--write-every", type=int, default=5, help="every Nth request writes (0: searches only)")
     parser.add_argument("--threads", type=int, nargs="+", default=[8], help="gunicorn threads a worker (THREADS)")
+    parser.add_argument(
+        "--pinned", choices=["true", "false"], nargs="+", default=["true"], help="LOOM_PIN_PYTHON_THREADS, each in turn"
+    )
     args = parser.parse_args()
     turns, questions = corpus()
     mix = f"1 write in {args.write_every}" if args.write_every else "searches only"
     print(f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories preloaded; {mix}; ms")
     print(
-        f"{'config':>13} {'threads':>7} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
+        f"{'config':>13} {'threads':>7} {'pinned':>6} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'errors':>7} {'writes':>7} {'lost':>5} "
         f"{'client ms':>10} {'health/s':>9}"
     )
-    for config, threads in itertools.product(args.configs, args.threads):
+    for config, threads, pinned in itertools.product(args.configs, args.threads, args.pinned):
         backend, _, rest = config.partition(":")
         workers, _, marker = rest.partition(":")
         server = Server(scratch_dir("loom-bench-http-ch-")) if backend == "server" else None
-        served = Served(int(workers or 1), threads, server.url if server else None, marker or "engine")
+        served = Served(
+            int(workers or 1), threads, server.url if server else None, marker or "engine", pinned == "true"
+        )
         try:
             preload(served, turns, args.memories)
             result = load(served, questions, args.clients, args.seconds, args.write_every)
@@ -229,7 +236,7 @@ def main():
                 server.stop()
         cuts = statistics.quantiles(result["latencies"], n=100)
         print(
-            f"{config:>13} {threads:>7} {result['rps']:>7.1f} {cuts[49]:>7.1f} {cuts[94]:>7.1f} {cuts[98]:>7.1f} "
+            f"{config:>13} {threads:>7} {pinned:>6} {result['rps']:>7.1f} {cuts[49]:>7.1f} {cuts[94]:>7.1f} {cuts[98]:>7.1f} "
             f"{len(result['errors']):>7} {result['writes']:>7} {result['missing']:>5} {result['client_ms']:>10.2f} "
             f"{health:>9.1f}"
         )

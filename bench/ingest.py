@@ -127,6 +127,8 @@ class HttpServer:
             [
                 str(Path(python).parent / "gunicorn"),
                 "loom_site.wsgi:application",
+                "--config",
+                "python:loom_site.serving",
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--workers",

@@ -601,6 +601,14 @@ LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer(
     doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search (or the process's start: `LOOM_VECTOR_MIRROR_WARM`) starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
     shown="4294967296 (4 GiB)",
 )
+# gunicorn's workers (`make run`) keep their Python threads on one CPU each and let the engine, the local model and
+# long scans use every CPU (retrieval/cores.py): eight request threads trading Python's lock across cores cost a
+# search ~40% more CPU.
+LOOM_PIN_PYTHON_THREADS = env.boolean(
+    "LOOM_PIN_PYTHON_THREADS",
+    True,
+    doc="each gunicorn worker runs its Python threads on one CPU (the workers take the CPUs in turn), and its native work (the embedded engine's statements, the local model, scans of 16k rows or more) on every CPU: with 8 threads a search request took 6.6-6.8 ms of CPU instead of 7.9-8.3, and 171.8-216.6 searches/s were served instead of 122.0-174.5 (docs/operating.md); false: the threads run wherever the OS puts them",
+)
 # A serving process's start loads the mirrors of the namespaces written most recently (vector_mirror.warm): a restart
 # otherwise left each to load on its first search or large write, which waited for it or scanned ClickHouse meanwhile.
 LOOM_VECTOR_MIRROR_WARM = env.integer(

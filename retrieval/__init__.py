@@ -7,7 +7,7 @@ contract, run by `make test`):
     providers  model calls: embedders, LLMs, the org switch, metering, costs
     store      ClickHouse: the one execution path, schema, row identity, vector mirror, reads
     language   text alone: terms, query shape, names, sentences, chunks
-    errors, options, knobs, caching    shared by all
+    errors, options, knobs, caching, metrics, cores    shared by all
 
 See docs/architecture.md for a request's path through them.
 """

@@ -70,6 +70,26 @@ def mirror_bytes(base: str, metrics_token: str) -> float:
     return float(re.search(r"^loom_vector_mirror_bytes (\S+)$", text, re.M).group(1))
 
 
+def threads_of_the_worker(process: subprocess.Popen) -> dict[int, tuple[str, set[int]]]:
+    """make run's worker process (make -> gunicorn -> worker): each thread's name and the CPUs it may run on."""
+
+    def children(pid: int) -> list[int]:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+    [master] = children(process.pid)
+    [worker] = children(master)
+    found = {}
+    for task in Path(f"/proc/{worker}/task").iterdir():
+        status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        cpus = set()
+        for part in status["Cpus_allowed_list"].strip().split(","):
+            low, _, high = part.partition("-")
+            cpus |= set(range(int(low), int(high or low) + 1))
+        found[int(task.name)] = status["Name"].strip(), cpus
+    found[-1] = "worker", {worker}  # (which thread is the worker's main one)
+    return found
+
+
 def printed_token(log: Path) -> str:
     return [line.strip() for line in log.read_text().splitlines() if line.strip().startswith("loom_")][-1]
 
@@ -159,6 +179,17 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
             output = paste(command, base, token)
             assert output.startswith("{") and '"error":' not in output[:10], (command, output[:2000])
             assert shown is None or shows(output, shown, spaced=True), (command, shown, output[:3000])
+
+        # The worker runs its Python threads on one CPU and the engine's threads on every CPU (retrieval/cores.py).
+        if len(allowed := os.sched_getaffinity(0)) > 1:
+            threads = threads_of_the_worker(process)
+            [main] = threads.pop(-1)[1]
+            pinned = threads[main][1]
+            assert len(pinned) == 1, threads[main]
+            python = [cpus for name, cpus in threads.values() if name == "gunicorn"]
+            assert sum(cpus == pinned for cpus in python) >= 3, threads  # the main thread and request threads
+            engine = {name: cpus for name, cpus in threads.values() if name != "gunicorn"}
+            assert engine and all(cpus == allowed for cpus in engine.values()), engine
     finally:
         stop(process, log)
 

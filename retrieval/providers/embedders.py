@@ -16,6 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval import cores
 from retrieval.providers import costs, customer, embedding_cache, remote
 
 log = logging.getLogger(__name__)
@@ -103,12 +104,13 @@ class LocalEmbedder:
                 raise ImproperlyConfigured(f"{directory / 'model.onnx'}: sha256 {found} is not the pinned {sha256}")
         self.model_name = model_name
         # cache_dir: the model's own directory, or fastembed makes an empty download cache in the temp directory.
-        self._model = TextEmbedding(
-            "sentence-transformers/all-MiniLM-L6-v2",
-            specific_model_path=str(directory),
-            local_files_only=True,
-            cache_dir=str(directory),
-        )
+        with cores.anywhere():  # the runtime's threads, started here, run on every CPU
+            self._model = TextEmbedding(
+                "sentence-transformers/all-MiniLM-L6-v2",
+                specific_model_path=str(directory),
+                local_files_only=True,
+                cache_dir=str(directory),
+            )
         self.dim = len(self.embed("probe"))  # the real width, probed at load
 
     @classmethod
@@ -138,7 +140,9 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        embedded = np.array(list(self._model.embed([texts[i] for i in order], batch_size=self.BATCH)), dtype=np.float32)
+        with cores.anywhere():
+            embedded = self._model.embed([texts[i] for i in order], batch_size=self.BATCH)
+            embedded = np.array(list(embedded), dtype=np.float32)
         vectors = np.empty_like(embedded)
         vectors[order] = embedded
         costs.add_embedding(self.model_name, sum(remote.estimated_tokens(text) for text in texts))

@@ -29,7 +29,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 from django.conf import settings
 from urllib3 import Timeout
 
-from retrieval import metrics
+from retrieval import cores, metrics
 from retrieval.store import native
 
 log = logging.getLogger(__name__)
@@ -279,7 +279,9 @@ def client(timeout: Timeout = None):
         clients = _local.clients = {}
     if dsn not in clients:
         if dsn.startswith("chdb://"):
-            with _lock:  # the engine is opened, and the database created, one thread at a time
+            # The engine is opened, and the database created, one thread at a time; its threads, started here, run
+            # on every CPU (retrieval/cores.py).
+            with _lock, cores.anywhere():
                 clients[dsn] = _connect(dsn)
         else:  # each thread its own connections; a thread opening one waits for no other
             clients[dsn] = _connect(dsn, timeout or _BACKGROUND_TIMEOUT)
@@ -295,7 +297,7 @@ def _run(method: str, *args, **kwargs):
         args, kwargs = _bind_vectors(args, kwargs)
     spent = getattr(_local, "budget", None)
     timeout = _BACKGROUND_TIMEOUT if spent is None else spent.timeout(method)
-    engine = client(timeout)
+    engine, embedded = client(timeout), backend() == "embedded"
     if hasattr(engine, "timeout"):  # an HTTP client (this thread's own): its read waits no longer than the limit
         engine.timeout = timeout
     if spent is not None:  # and the engine stops the statement there too
@@ -305,7 +307,8 @@ def _run(method: str, *args, **kwargs):
         }
     start = time.monotonic()
     try:
-        answer = getattr(engine, method)(*args, **kwargs)
+        with cores.anywhere(embedded):  # the engine runs in this process, on its own threads too
+            answer = getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
         _outage.began(exc)
         raise ClickHouseUnavailable(f"ClickHouse is unavailable: {exc}") from None

@@ -50,7 +50,7 @@ import numpy as np
 import simsimd
 from django.conf import settings
 
-from retrieval import metrics
+from retrieval import cores, metrics
 from retrieval.language import text
 from retrieval.store import change_marker, clickhouse, native, reads
 from retrieval.store.cells import Cells
@@ -792,6 +792,10 @@ _ROW_COLUMNS = ("scales", "visible", "live", "worded", "doc_len", "scope_codes",
 TF_BITS = 16
 MAX_TF = (1 << TF_BITS) - 1
 
+# A scan over this many rows (~1 ms of 384-d float32 on one thread here) leaves the CPU the process's Python threads
+# keep for its length (retrieval/cores.py); a shorter one costs less than the two system calls and the move.
+SCAN_ANYWHERE_MIN_ROWS = 16_384
+
 BITS_CHECK_QUERIES = 64
 BITS_CHECK_FLOOR = 0.99
 BITS_RECHECK_SEARCHES = 4096  # the queries a mirror is sent may change
@@ -852,8 +856,10 @@ def _two_best(lines: np.ndarray, scores: np.ndarray) -> np.ndarray:
 def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
     """simsimd's pairwise distances (or dot products), as a float32 (queries x rows) array. Never with `out=`:
     simsimd 6.5 then returns None without taking a reference to it, so every call took one of None's, and a
-    long-running process died ("deallocating None") after some hundred thousand searches."""
-    return np.asarray(simsimd.cdist(queries, rows, out_dtype="float32", **kwargs))
+    long-running process died ("deallocating None") after some hundred thousand searches. A long scan runs on any
+    CPU, beside the Python threads' (retrieval/cores.py)."""
+    with cores.anywhere(len(queries) * len(rows) >= SCAN_ANYWHERE_MIN_ROWS):
+        return np.asarray(simsimd.cdist(queries, rows, out_dtype="float32", **kwargs))
 
 
 def _signs(vectors: np.ndarray) -> np.ndarray:

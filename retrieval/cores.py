@@ -1,0 +1,56 @@
+"""A serving process's Python threads on one CPU; its native work on any.
+
+A process's request threads share Python's lock, and numpy, sqlite and the engine's client let it go around every
+call of any size: with eight searches in flight on two cores the lock changes hands at most of them, and each time
+the thread that let it go is woken on the other core, a switch and a cold cache. Measured over HTTP (`make run`, 8
+threads, 8 clients, searches only, 2,000 memories): 124-126 thread switches and 7.9-8.3 ms of CPU a search request;
+with the Python threads on one CPU, 19 and 6.6-6.8 ms, and 171.8-216.6 searches/s against 122.0-174.5
+(bench/http_load.py --pinned false true, docs/operating.md).
+
+So gunicorn's worker keeps its Python threads on one CPU (`pin`, from its `post_worker_init` hook: the workers take
+the CPUs in turn), and a thread leaves it while it runs native work that can use the other cores and needs no
+Python (`anywhere`): the engine's statements (the engine's own threads start inside them, and keep every CPU),
+the local model's inference, a scan over many rows. A thread started while its starter is pinned stays pinned.
+"""
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_pinned: tuple[set[int], set[int]] | None = None  # (the CPUs this process may use, the one its Python threads keep)
+_local = threading.local()
+
+
+def pin(worker: int) -> None:
+    """Keep this thread, and the threads it starts from now on, on one CPU: the `worker`th (round) of those this
+    process may use. Nothing to do with one."""
+    global _pinned
+    allowed = os.sched_getaffinity(0)  # (0: this thread, on Linux)
+    if len(allowed) < 2:
+        return
+    core = {sorted(allowed)[worker % len(allowed)]}
+    os.sched_setaffinity(0, core)
+    _pinned = (allowed, core)
+
+
+def pinned() -> set[int] | None:
+    """The CPU this process's Python threads keep, if `pin` chose one."""
+    return _pinned[1] if _pinned else None
+
+
+@contextmanager
+def anywhere(when: bool = True) -> Iterator[None]:
+    """While inside (and `when`), this thread may run on every CPU the process may use, and the threads it starts
+    keep them; after, it is where it was."""
+    if _pinned is None or not when or getattr(_local, "away", False):
+        yield
+        return
+    was = os.sched_getaffinity(0)
+    _local.away = True
+    os.sched_setaffinity(0, _pinned[0])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)
+        _local.away = False
