@@ -947,10 +947,11 @@ def test_rescoring_from_the_mirror_says_what_its_scan_says_of_each_live_row():
     assert all(np.allclose(hit[1:3], top[hit[0]], atol=1e-6) for hit in scored)
 
 
-@pytest.mark.parametrize("shape", ["spread", "ties", "mostly_hidden", "ascending"])
+@pytest.mark.parametrize("shape", ["spread", "ties", "mostly_hidden", "half_hidden", "ascending"])
 def test_the_candidates_chosen_are_the_largest_scores(shape):
     """The codes pass keeps the `count` best rows by a sampled cut (`_largest`): the same scores as a full
-    partition, whatever the scores' shape, also when the cut keeps too few."""
+    partition, whatever the scores' shape, also when the cut keeps too few; never a row scored -inf (not
+    eligible), and every eligible row when they are fewer."""
     import numpy as np
 
     rng = np.random.default_rng(7)
@@ -958,12 +959,14 @@ def test_the_candidates_chosen_are_the_largest_scores(shape):
         "spread": rng.normal(size=200_000),
         "ties": rng.integers(0, 5, size=200_000),
         "mostly_hidden": np.where(rng.random(200_000) < 0.999, -np.inf, rng.normal(size=200_000)),
+        "half_hidden": np.where(rng.random(200_000) < 0.5, -np.inf, rng.normal(size=200_000)),
         "ascending": np.arange(200_000),  # the sample then sees only the low end of each stride
     }[shape].astype(np.float32)
+    eligible = np.sort(scores[scores > -np.inf])
     for count in (1, 132, 1000, 5000):
         chosen = vector_mirror._largest(scores, count)
-        assert len(chosen) == len(set(chosen.tolist())) == count
-        assert sorted(scores[chosen]) == sorted(np.sort(scores)[-count:])
+        assert len(chosen) == len(set(chosen.tolist())) == min(count, len(eligible))
+        assert sorted(scores[chosen]) == sorted(eligible[-count:])
 
 
 @pytest.mark.parametrize("read", ["codes", "bits", "gate cells"])
