@@ -13,10 +13,13 @@ Python (`anywhere`): the engine's statements (the engine's own threads start ins
 the local model's inference, a scan over many rows. A thread started while its starter is pinned stays pinned.
 """
 
+import logging
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
 
 _pinned: tuple[set[int], set[int]] | None = None  # (the CPUs this process may use, the one its Python threads keep)
 _local = threading.local()
@@ -24,13 +27,20 @@ _local = threading.local()
 
 def pin(worker: int) -> None:
     """Keep this thread, and the threads it starts from now on, on one CPU: the `worker`th (round) of those this
-    process may use. Nothing to do with one."""
+    process may use. Nothing to do with one, or where the OS has no per-thread affinity (macOS) or refuses it (a
+    sandbox): the threads then run wherever the OS puts them, as before."""
     global _pinned
-    allowed = os.sched_getaffinity(0)  # (0: this thread, on Linux)
-    if len(allowed) < 2:
+    if not hasattr(os, "sched_setaffinity"):
         return
-    core = {sorted(allowed)[worker % len(allowed)]}
-    os.sched_setaffinity(0, core)
+    try:
+        allowed = os.sched_getaffinity(0)  # (0: this thread, on Linux)
+        if len(allowed) < 2:
+            return
+        core = {sorted(allowed)[worker % len(allowed)]}
+        os.sched_setaffinity(0, core)
+    except OSError as exc:
+        log.warning("LOOM_PIN_PYTHON_THREADS: this worker's threads stay unpinned (%s)", exc)
+        return
     _pinned = (allowed, core)
 
 

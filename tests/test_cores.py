@@ -9,9 +9,9 @@ import pytest
 
 from retrieval import cores
 
-ALLOWED = os.sched_getaffinity(0)
+ALLOWED = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
-pytestmark = pytest.mark.skipif(len(ALLOWED) < 2, reason="pinning needs two CPUs")
+pytestmark = pytest.mark.skipif(len(ALLOWED) < 2, reason="pinning needs per-thread affinity and two CPUs")
 
 
 def in_thread(fn):
@@ -96,3 +96,18 @@ def test_one_cpu_is_left_alone():
             return os.sched_getaffinity(0), cores.pinned()
 
     assert in_thread(serve) == ({min(ALLOWED)}, None)
+
+
+def test_an_os_that_refuses_or_lacks_the_call_leaves_the_threads_unpinned(monkeypatch, caplog):
+    """A sandbox that refuses affinities, or macOS, which has no per-thread ones: the worker serves unpinned."""
+
+    def refused(pid, mask):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setaffinity", refused)
+    assert in_thread(lambda: cores.pin(0) or (os.sched_getaffinity(0), cores.pinned())) == (ALLOWED, None)
+    assert "stay unpinned (" in caplog.text
+    monkeypatch.delattr(os, "sched_setaffinity")
+    assert in_thread(lambda: cores.pin(0) or cores.pinned()) is None
+    with cores.anywhere():
+        pass

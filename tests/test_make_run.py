@@ -181,7 +181,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
             assert shown is None or shows(output, shown, spaced=True), (command, shown, output[:3000])
 
         # The worker runs its Python threads on one CPU and the engine's threads on every CPU (retrieval/cores.py).
-        if len(allowed := os.sched_getaffinity(0)) > 1:
+        if hasattr(os, "sched_getaffinity") and len(allowed := os.sched_getaffinity(0)) > 1:
             threads = threads_of_the_worker(process)
             [main] = threads.pop(-1)[1]
             pinned = threads[main][1]
