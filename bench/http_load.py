@@ -71,7 +71,9 @@ class Connection:
 class Served:
     """`make run` itself (PORT, WORKERS, THREADS), in a scratch var/ directory, with the fake embedder."""
 
-    def __init__(self, workers: int, threads: int, clickhouse_url: str | None, marker: str = "engine", pinned=True):
+    def __init__(
+        self, workers: int, threads: int, clickhouse_url: str | None, marker: str = "engine", pinned: bool = True
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         var = scratch_dir("loom-bench-http-")

@@ -70,8 +70,9 @@ def mirror_bytes(base: str, metrics_token: str) -> float:
     return float(re.search(r"^loom_vector_mirror_bytes (\S+)$", text, re.M).group(1))
 
 
-def threads_of_the_worker(process: subprocess.Popen) -> dict[int, tuple[str, set[int]]]:
-    """make run's worker process (make -> gunicorn -> worker): each thread's name and the CPUs it may run on."""
+def threads_of_the_worker(process: subprocess.Popen) -> tuple[int, dict[int, tuple[str, set[int]]]]:
+    """make run's worker process (make -> gunicorn -> worker): its id (its main thread's), and each thread's name and
+    the CPUs it may run on."""
 
     def children(pid: int) -> list[int]:
         return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -86,8 +87,7 @@ def threads_of_the_worker(process: subprocess.Popen) -> dict[int, tuple[str, set
             low, _, high = part.partition("-")
             cpus |= set(range(int(low), int(high or low) + 1))
         found[int(task.name)] = status["Name"].strip(), cpus
-    found[-1] = "worker", {worker}  # (which thread is the worker's main one)
-    return found
+    return worker, found
 
 
 def printed_token(log: Path) -> str:
@@ -182,8 +182,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
 
         # The worker runs its Python threads on one CPU and the engine's threads on every CPU (retrieval/cores.py).
         if hasattr(os, "sched_getaffinity") and len(allowed := os.sched_getaffinity(0)) > 1:
-            threads = threads_of_the_worker(process)
-            [main] = threads.pop(-1)[1]
+            main, threads = threads_of_the_worker(process)
             pinned = threads[main][1]
             assert len(pinned) == 1, threads[main]
             python = [cpus for name, cpus in threads.values() if name == "gunicorn"]

@@ -791,9 +791,9 @@ _ROW_COLUMNS = ("scales", "visible", "live", "worded", "doc_len", "scope_codes",
 TF_BITS = 16
 MAX_TF = (1 << TF_BITS) - 1
 
-# A scan over this many rows (~1 ms of 384-d float32 on one thread here) leaves the CPU the process's Python threads
-# keep for its length (retrieval/cores.py); a shorter one costs less than the two system calls and the move.
-SCAN_ANYWHERE_MIN_ROWS = 16_384
+# A scan of this many query-row pairs (~1 ms of 384-d float32 on one thread here) leaves the CPU the process's Python
+# threads keep for its length (retrieval/cores.py); a shorter one costs less than the system calls and the move.
+SCAN_ANYWHERE_MIN_PAIRS = 16_384
 
 BITS_CHECK_QUERIES = 64
 BITS_CHECK_FLOOR = 0.99
@@ -863,7 +863,7 @@ def _cdist(queries: np.ndarray, rows: np.ndarray, **kwargs) -> np.ndarray:
     simsimd 6.5 then returns None without taking a reference to it, so every call took one of None's, and a
     long-running process died ("deallocating None") after some hundred thousand searches. A long scan runs on any
     CPU, beside the Python threads' (retrieval/cores.py)."""
-    with cores.anywhere(len(queries) * len(rows) >= SCAN_ANYWHERE_MIN_ROWS):
+    with cores.anywhere(len(queries) * len(rows) >= SCAN_ANYWHERE_MIN_PAIRS):
         return np.asarray(simsimd.cdist(queries, rows, out_dtype="float32", **kwargs))
 
 
