@@ -13,8 +13,9 @@ float32 matrix already in memory; and the same searches with the vector mirror
 off (`scan`: ClickHouse's exact scan in SQL; with `--mode hybrid`, make run's default, the lexical legs too
 read ClickHouse's postings there, and the mirror's own in the `search` columns). Reported: median (p50) and p95 per
 search, and the p50 ratio to numpy. `--backend server` runs it all against a
-ClickHouse HTTP server on loopback (tests/chserver.py), the production path, and times the searches once more
-with LOOM_CHANGE_MARKER=host (`marked`: no statement asking what other processes wrote, unless a write on this
+ClickHouse HTTP server on loopback (tests/chserver.py), the production path (its `search` columns with the default
+LOOM_CHANGE_MARKER=engine: a search reads its namespace's write count, and what changed once it moved), and times the
+searches once more with LOOM_CHANGE_MARKER=host (`marked`: no statement asking what other processes wrote, unless a write on this
 host stamped the namespace since; retrieval/store/change_marker.py). `--rerank` also times each search with
 `rerank: "builtin:cohere"` against an instant Cohere-speaking reranker on
 127.0.0.1 (tests/model_server.py): what the rerank step itself costs (the widened

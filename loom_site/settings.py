@@ -567,13 +567,13 @@ LOOM_CHANGE_MARKER = env.choice(
     "LOOM_CHANGE_MARKER",
     "engine",
     ("engine", "host"),
-    doc="on a ClickHouse server, how a search learns of other processes' writes before it reads its in-process copies (vectors, side tables, configuration): `engine` asks ClickHouse every search (two statements); `host` asks only when a write on this host stamped the namespace in `$LOOM_VAR_DIR/changes` since: right only when every process writing to the database runs on this host with this LOOM_VAR_DIR",
+    doc="on a ClickHouse server, how a search learns of other processes' writes before it reads its in-process copies (vectors, side tables, configuration): `engine` asks ClickHouse for its namespaces' write counts (one small statement) and reads what changed only once a count moved, wherever the writers run; `host` asks only when a write on this host stamped the namespace in `$LOOM_VAR_DIR/changes` since (no statement): right only when every process writing to the database runs on this host with this LOOM_VAR_DIR",
 )
 LOOM_CHANGE_MARKER_MAX_AGE_S = env.number(
     "LOOM_CHANGE_MARKER_MAX_AGE_S",
     5.0,
     minimum=0,
-    doc="with `host`, a search asks the engine anyway once its last answer is this old: how late a write from elsewhere (another host, SQL by hand) can be",
+    doc="a search asks the engine what changed anyway once its last answer is this old: with `host`, how late a write from elsewhere (another host, SQL by hand) can be; with `engine`, a net for a change no count sees (a mutation run by hand)",
 )
 # The embedding worker inside the server process: auto = with the embedded engine (nothing else may open its data).
 LOOM_EMBEDDING_WORKER = env.choice(

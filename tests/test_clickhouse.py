@@ -45,6 +45,20 @@ def test_the_embedded_engines_merges_run_at_the_lowest_cpu_priority():
     assert clickhouse.query_value(nice) == "19"
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's name is read from /proc")
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_an_insert_the_embedded_engine_runs_with_its_views_leaves_the_threads_name(backend):
+    """The engine renames the thread that pushes an insert into views ("Unknown"): put back, so a request thread is
+    found by its name in top, py-spy and /proc."""
+    assert clickhouse.backend() == "embedded"
+    comm = f"/proc/self/task/{threading.get_native_id()}/comm"
+    with open(comm, "w") as named:
+        named.write("loom-test")
+    clickhouse.insert("namespaces", [{"org": f"org-{uuid.uuid4().hex}", "namespace": "default", "revision": 1}])
+    with open(comm) as named:
+        assert named.read().strip() == "loom-test"
+
+
 def test_a_second_process_on_the_same_data_directory_is_told_why_and_by_whom(tmp_path):
     """The embedded engine allows one process per directory: the second gets a clear error naming the owner, not a
     hang."""

@@ -155,14 +155,28 @@ def test_another_processs_namespace_configuration_is_in_the_next_search(backend,
 
 
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
-@pytest.mark.parametrize("marker", ["host"], indirect=True)
-def test_with_the_host_marker_a_search_after_no_write_asks_the_engine_nothing(backend, agent, marker):
+def test_a_search_after_no_write_reads_no_change(backend, agent, marker):
+    """With `engine` it asks for the namespace's write count alone; with `host` it asks the engine nothing."""
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     wait_for_mirror(agent)
     agent.search("what does the cafeteria serve")  # asks once: the mirror was just loaded
     with clickhouse.recorded() as statements:
         assert agent.hits("what does the cafeteria serve")[0] == "seed"
     assert not [sql for sql in statements if "inserted_at >" in sql or "FROM session_summaries" in sql], statements
+    assert len([sql for sql in statements if "FROM namespace_writes" in sql]) == (marker == "engine"), statements
+
+
+@pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
+@pytest.mark.parametrize("marker", ["engine"], indirect=True)
+def test_with_the_engine_marker_a_write_on_another_host_is_in_the_next_search(backend, agent, other_process, tmp_path):
+    """No host file is shared, and no max age waited for: the engine counted the other host's write."""
+    agent.set({"memory_key": "offsite", "value": "the quarterly offsite is in lisbon"})
+    wait_for_mirror(agent)
+    agent.search("where is the quarterly offsite")
+    other_process(agent_org(agent), "set", "gym", "the gym opens at six", host=str(tmp_path))
+    assert agent.hits("when does the gym open")[0] == "gym"
+    other_process(agent_org(agent), "delete", "offsite", host=str(tmp_path))
+    assert "offsite" not in agent.hits("where is the quarterly offsite", min_similarity=0)
 
 
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)

@@ -45,7 +45,7 @@ from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
 from retrieval.search.result import SearchResult, hits, hydrate, reader_block
-from retrieval.store import clickhouse, eligibility, namespaces, reads, vector_mirror
+from retrieval.store import change_marker, clickhouse, eligibility, namespaces, reads, vector_mirror
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -220,9 +220,10 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     embedder = get_embedder()
     # The first reads, side by side: which side tables the namespaces hold and the revision of the namespace's
     # configuration (on a server, where another process may have changed either), and other processes' writes,
-    # before any leg reads.
-    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched, scope.namespace)
-    vector_mirror.sync(scope.org, searched, embedder.model_name)
+    # before any leg reads; each only where the namespaces' stamps, read once for both, moved since it last asked.
+    stamps = change_marker.read(scope.org, sorted({*searched, scope.namespace}))
+    side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched, scope.namespace, stamps)
+    vector_mirror.sync(scope.org, searched, embedder.model_name, stamps)
     degraded = []
     try:
         side_held, revision = side.result()

@@ -1,25 +1,33 @@
 """Which namespaces changed since this process last asked the engine: a search's way past its change reads.
 
-On a ClickHouse server other processes write, so every search asks the engine what changed in its namespaces
-before reading its in-process copies (the vector mirror's delta read, the side-table and configuration check):
-two statements, 10-15 ms each on this 2-core box, most of a warm search. When every process that writes to the
-database runs on one host with one LOOM_VAR_DIR (LOOM_CHANGE_MARKER=host), a write that committed stamps its
-namespace's slot in a small file those processes share, and a search asks the engine only once the slot's stamp
-moved since it last asked. A write elsewhere (another host, SQL by hand) stamps nothing: a copy is then at most
-LOOM_CHANGE_MARKER_MAX_AGE_S old, after which the search asks anyway. With the default marker, `engine`, every
-search asks. The embedded engine needs neither: one process owns its data and sees every write.
+On a ClickHouse server other processes write, so a search must learn what changed in its namespaces before reading
+its in-process copies (the vector mirror's delta read, the side-table and configuration check): two statements,
+7-13 ms each on this 2-core box, most of a warm search. A stamp says whether they are needed: each namespace's stamp
+is read first (`read`), and a copy asks the engine again only once its namespace's stamp moved since the copy's last
+answer, or that answer is LOOM_CHANGE_MARKER_MAX_AGE_S old (a safety net for changes no stamp sees: a mutation run
+by hand). The embedded engine needs none: one process owns its data and sees every write.
 
-A stamp is a random number, not a counter: two writers racing leave one of their stamps, which differs from what
-any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now and
-then; a shared slot only costs a read.
+Where the stamps come from (LOOM_CHANGE_MARKER):
+- `engine` (the default): the engine's count of the rows each namespace's tables have taken, kept by views on every
+  insert (schema 0023_namespace_writes): one small statement for all of a search's namespaces, right wherever the
+  writers run.
+- `host`: when every process that writes to the database runs on one host with one LOOM_VAR_DIR, a write that
+  committed stamps its namespace's slot in a small file those processes share: no statement at all. A write
+  elsewhere (another host, SQL by hand) stamps nothing, and is read once the max age has passed.
 
-A process's own memory write needs no read either: its vector mirror applied the write as the write path stored
-it, and the write stored no side-table row. A writer swaps the slot's stamp under the file's lock, so it knows the
-stamp it replaced; where that is the stamp a copy last asked at, no other writer came between, and the copy takes
-the new stamp (`advanced`: the mirror, and the side-table answers, `reads.kept`).
+A host stamp is a random number, not a counter: two writers racing leave one of their stamps, which differs from
+what any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now
+and then; a shared slot only costs a read.
+
+With `host`, a process's own memory write needs no read either: its vector mirror applied the write as the write
+path stored it, and the write stored no side-table row. A writer swaps the slot's stamp under the file's lock, so it
+knows the stamp it replaced; where that is the stamp a copy last asked at, no other writer came between, and the copy
+takes the new stamp (`advanced`: the mirror, and the side-table answers, `reads.kept`). An engine count cannot say
+that no other writer came between, so with `engine` the next search after a write reads what changed.
 """
 
 import fcntl
+import logging
 import mmap
 import os
 import secrets
@@ -32,6 +40,8 @@ from hashlib import blake2b
 from django.conf import settings
 
 from retrieval.store import clickhouse
+
+log = logging.getLogger(__name__)
 
 SLOTS = 1 << 16  # 512 KiB of stamps
 _STAMP = struct.Struct("<Q")
@@ -46,15 +56,16 @@ class Stamp:
     read_at: float  # time.monotonic() when it was read: a copy is asked again past the max age
 
 
-def shared() -> bool:
-    """Whether searches here trust the host's stamps (else they ask the engine every time)."""
-    return settings.LOOM_CHANGE_MARKER == "host" and clickhouse.backend() != "embedded"
+def _marker() -> str | None:
+    """Where stamps come from here (`engine`, `host`); None on the embedded engine."""
+    return None if clickhouse.backend() == "embedded" else settings.LOOM_CHANGE_MARKER
 
 
 def wrote(org: str, namespace: str) -> tuple[int, int] | None:
-    """A write to this namespace committed: the host's other processes ask the engine before their next search.
-    Returns the stamp it replaced and its own (None while the marker is off)."""
-    if not shared():
+    """A write to this namespace committed: with `host`, stamp it, so the host's other processes ask the engine
+    before their next search. Returns the stamp it replaced and its own (None unless the marker is `host`: the
+    engine counts every write itself)."""
+    if _marker() != "host":
         return None
     slots, at, stamp = _slots(), _slot(org, namespace), secrets.randbits(64)
     with _swapping:
@@ -79,16 +90,35 @@ def advanced(asked: Stamp | None, swapped: tuple[int, int] | None) -> Stamp | No
     return Stamp(swapped[1], asked.read_at)
 
 
-def now(org: str, namespace: str) -> Stamp | None:
-    """The namespace's stamp, read before asking the engine (so a write stamped meanwhile is asked again); None
-    while the marker is off."""
-    if not shared():
-        return None
-    return Stamp(_STAMP.unpack_from(_slots(), _slot(org, namespace))[0], time.monotonic())
+def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
+    """Each namespace's stamp now, read before asking the engine what changed (so a write stamped meanwhile is asked
+    again): from the host's file, or the engine's write counts (one statement). Empty on the embedded engine, and
+    when the engine does not answer: every copy then asks (and fails open, as its read does)."""
+    marker, at = _marker(), time.monotonic()
+    if marker == "host":
+        slots = _slots()
+        return {namespace: Stamp(_STAMP.unpack_from(slots, _slot(org, namespace))[0], at) for namespace in namespaces}
+    if marker is None or not namespaces:
+        return {}
+    try:
+        counted = clickhouse.query_rows(
+            """
+            SELECT namespace, sum(writes) FROM namespace_writes
+            WHERE org = {org:String} AND namespace IN {namespaces:Array(String)}
+            GROUP BY namespace
+            """,
+            {"org": org, "namespaces": sorted(set(namespaces))},
+        )
+    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+        log.warning("write counts of %s unread, every copy asks: %s", org, exc)
+        return {}
+    counts = dict(counted)
+    return {namespace: Stamp(counts.get(namespace, 0), at) for namespace in namespaces}
 
 
 def unchanged(asked: Stamp | None, current: Stamp | None) -> bool:
-    """Nothing was written since the engine was asked at `asked`, and that answer is young enough to serve."""
+    """Nothing was written since the engine was asked at `asked`, and that answer is young enough to serve (None:
+    no stamp, never unchanged)."""
     if asked is None or current is None:
         return False
     return asked.value == current.value and current.read_at - asked.read_at < settings.LOOM_CHANGE_MARKER_MAX_AGE_S

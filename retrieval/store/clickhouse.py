@@ -10,11 +10,13 @@ forked) and shared by the process's threads.
 
 import atexit
 import base64
+import ctypes
 import fcntl
 import logging
 import math
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -288,6 +290,25 @@ def client(timeout: Timeout = None):
     return clients[dsn]
 
 
+# The embedded engine renames the thread that runs an insert into a table with views ("Unknown"), and leaves it so:
+# a request thread would show under the engine's name in top, py-spy and /proc. Its name is put back (Linux: prctl).
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+_PR_SET_NAME, _PR_GET_NAME = 15, 16
+
+
+@contextmanager
+def _named_as_before(embedded: bool) -> Iterator[None]:
+    if not embedded or _libc is None:
+        yield
+        return
+    name = ctypes.create_string_buffer(16)
+    _libc.prctl(_PR_GET_NAME, name)
+    try:
+        yield
+    finally:
+        _libc.prctl(_PR_SET_NAME, name)
+
+
 def _run(method: str, *args, **kwargs):
     if getattr(_local, "in_line", False):
         raise _Statement
@@ -307,7 +328,8 @@ def _run(method: str, *args, **kwargs):
         }
     start = time.monotonic()
     try:
-        with cores.anywhere(embedded):  # the engine runs in this process, on its own threads too
+        # The embedded engine runs in this process, on its own threads too.
+        with cores.anywhere(embedded), _named_as_before(embedded):
             answer = getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
         _outage.began(exc)

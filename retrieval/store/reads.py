@@ -334,22 +334,25 @@ def live_side(table: str, scope: Scope, keys: list[str]) -> dict[str, dict]:
 
 
 def side_tables_held(
-    org: str, namespaces: list[str], configured: str | None = None
+    org: str, namespaces: list[str], configured: str | None = None, stamps: dict | None = None
 ) -> tuple[frozenset[str], int | None]:
     """The side tables holding a live row in any of these namespaces, and the configuration revision of namespace
     `configured` (0: none registered; None: not asked). The embedded engine's answer is kept 10 s per namespace (every
     write passes through this process, and says so at once: `now_holds`) and its configuration is not asked (the
     process's copy is the engine's); on a ClickHouse server another process may have written either since, so a
-    search asks, in one statement, unless the host's stamps say nothing was written since it last asked
+    search asks, in one statement, unless the namespaces' stamps (`stamps`, as `change_marker.read` gave them for
+    these namespaces and `configured`; read here when not given) say nothing was written since it last asked
     (retrieval/store/change_marker.py)."""
     target = clickhouse.target()
     if clickhouse.backend() != "embedded":
-        stamps = [change_marker.now(org, namespace) for namespace in _stamped(namespaces, configured)]
+        named = _stamped(namespaces, configured)
+        stamps = change_marker.read(org, named) if stamps is None else stamps
+        now = [stamps.get(namespace) for namespace in named]
         key = (target, org, tuple(namespaces), configured)
         asked = _asked.last(key)
-        if asked is not None and all(map(change_marker.unchanged, asked[0], stamps)):
+        if asked is not None and all(map(change_marker.unchanged, asked[0], now)):
             return asked[1]
-        return _asked.put(key, (stamps, _side_tables(org, namespaces, configured)))[1]
+        return _asked.put(key, (now, _side_tables(org, namespaces, configured)))[1]
     held = frozenset().union(*(_held.get((target, org, n), lambda n=n: _side_tables(org, [n])[0]) for n in namespaces))
     return held, None
 

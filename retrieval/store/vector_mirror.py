@@ -125,7 +125,7 @@ class Vectors:
         self.since: datetime | None = None
         self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
         self.delta_began = -math.inf  # time.monotonic() when the last delta read began
-        self.asked: change_marker.Stamp | None = None  # the host's stamp of the namespace as of the last delta read
+        self.asked: change_marker.Stamp | None = None  # the namespace's stamp as of the last delta read
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
         self.words: Counter = Counter()
@@ -971,18 +971,22 @@ def enabled() -> bool:
 SYNC_LAG = timedelta(seconds=2)
 
 
-def sync(org: str, namespaces: list[str], model: str) -> None:
+def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None) -> None:
     """Bring these namespaces' loaded mirrors up to what the engine holds (on a ClickHouse server, where other
     processes write; the embedded engine's writes all pass through this process). Once per op, before it reads
-    the mirrors, unless the host's stamp says no write came since the last read (retrieval/store/change_marker.py). A
-    mirror that cannot be brought up to date is dropped: ClickHouse answers until it loads again."""
+    the mirrors, unless the namespace's stamp (`stamps`, as `change_marker.read` gave them; read here when not given)
+    says no write came since the last read (retrieval/store/change_marker.py). A mirror that cannot be brought up to
+    date is dropped: ClickHouse answers until it loads again."""
     if not enabled() or clickhouse.backend() == "embedded":
         return
     target, began = clickhouse.target(), time.monotonic()
-    for namespace in namespaces:
+    loaded = [namespace for namespace in namespaces if _mirrors.get((target, org, namespace, model)) is not None]
+    if stamps is None and loaded:
+        stamps = change_marker.read(org, loaded)
+    for namespace in loaded:
         key = (target, org, namespace, model)
         mirror = _mirrors.get(key)
-        stamp = change_marker.now(org, namespace)
+        stamp = stamps.get(namespace)
         if mirror is None or change_marker.unchanged(mirror.asked, stamp):
             continue
         try:
