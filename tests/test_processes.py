@@ -166,6 +166,27 @@ def test_a_search_after_no_write_reads_no_change(backend, agent, marker):
     assert len([sql for sql in statements if "FROM namespace_writes" in sql]) == (marker == "engine"), statements
 
 
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+@pytest.mark.parametrize("marker", ["engine"], indirect=True)
+def test_with_the_engine_marker_a_memory_write_sends_the_next_search_to_the_vector_rows_alone(
+    backend, agent, other_process
+):
+    """The vector rows are counted apart from the side tables: a memory write moves one count, a record the other."""
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    agent.search("what does the cafeteria serve")
+    other_process(agent_org(agent), "set", "gym", "the gym opens at six")
+    with clickhouse.recorded() as statements:
+        assert agent.hits("when does the gym open")[0] == "gym"
+    assert [sql for sql in statements if "inserted_at >" in sql], statements
+    assert not [sql for sql in statements if "FROM session_summaries" in sql], statements
+    other_process(agent_org(agent), "record", "customer:acme", "Enterprise")
+    with clickhouse.recorded() as statements:
+        assert agent.search("Which plan is Acme on?").json["records"][0]["record_key"] == "customer:acme"
+    assert [sql for sql in statements if "FROM session_summaries" in sql], statements
+    assert not [sql for sql in statements if "inserted_at >" in sql], statements
+
+
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 @pytest.mark.parametrize("marker", ["engine"], indirect=True)
 def test_with_the_engine_marker_a_write_on_another_host_is_in_the_next_search(backend, agent, other_process, tmp_path):

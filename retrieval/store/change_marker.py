@@ -8,9 +8,10 @@ answer, or that answer is LOOM_CHANGE_MARKER_MAX_AGE_S old (a safety net for cha
 by hand). The embedded engine needs none: one process owns its data and sees every write.
 
 Where the stamps come from (LOOM_CHANGE_MARKER):
-- `engine` (the default): the engine's count of the rows each namespace's tables have taken, kept by views on every
+- `engine` (the default): the engine's counts of the rows each namespace's tables have taken, kept by views on every
   insert (schema 0023_namespace_writes): one small statement for all of a search's namespaces, right wherever the
-  writers run.
+  writers run. The vector rows are counted apart from the side tables and configuration, so a memory write sends the
+  next search to the delta read alone.
 - `host`: when every process that writes to the database runs on one host with one LOOM_VAR_DIR, a write that
   committed stamps its namespace's slot in a small file those processes share: no statement at all. A write
   elsewhere (another host, SQL by hand) stamps nothing, and is read once the max age has passed.
@@ -52,7 +53,11 @@ _swapping = threading.Lock()  # the file's lock excludes other processes; this, 
 
 @dataclass(frozen=True)
 class Stamp:
-    value: int
+    """What a namespace's stamp says of its vector rows (the mirror's delta read) and of its side tables and
+    configuration (their check): one random number for both with `host`, two counts with `engine`."""
+
+    vectors: int
+    side: int
     read_at: float  # time.monotonic() when it was read: a copy is asked again past the max age
 
 
@@ -85,9 +90,9 @@ def advanced(asked: Stamp | None, swapped: tuple[int, int] | None) -> Stamp | No
     """What a copy that has applied this process's own write (`swapped`: what `wrote` returned) was asked at: the
     write's stamp, when the one it replaced is the copy's own (no other writer came between); else as it was. The
     time it was asked stays: the max age still counts from the engine's answer."""
-    if asked is None or swapped is None or asked.value != swapped[0]:
+    if asked is None or swapped is None or asked.vectors != swapped[0]:
         return asked
-    return Stamp(swapped[1], asked.read_at)
+    return Stamp(swapped[1], swapped[1], asked.read_at)
 
 
 def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
@@ -97,13 +102,14 @@ def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
     marker, at = _marker(), time.monotonic()
     if marker == "host":
         slots = _slots()
-        return {namespace: Stamp(_STAMP.unpack_from(slots, _slot(org, namespace))[0], at) for namespace in namespaces}
+        stamps = {namespace: _STAMP.unpack_from(slots, _slot(org, namespace))[0] for namespace in namespaces}
+        return {namespace: Stamp(stamp, stamp, at) for namespace, stamp in stamps.items()}
     if marker is None or not namespaces:
         return {}
     try:
         counted = clickhouse.query_rows(
             """
-            SELECT namespace, sum(writes) FROM namespace_writes
+            SELECT namespace, sum(vector_rows), sum(side_rows) FROM namespace_writes
             WHERE org = {org:String} AND namespace IN {namespaces:Array(String)}
             GROUP BY namespace
             """,
@@ -112,16 +118,18 @@ def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
     except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
         log.warning("write counts of %s unread, every copy asks: %s", org, exc)
         return {}
-    counts = dict(counted)
-    return {namespace: Stamp(counts.get(namespace, 0), at) for namespace in namespaces}
+    counts = {namespace: (vectors, side) for namespace, vectors, side in counted}
+    return {namespace: Stamp(*counts.get(namespace, (0, 0)), at) for namespace in namespaces}
 
 
-def unchanged(asked: Stamp | None, current: Stamp | None) -> bool:
-    """Nothing was written since the engine was asked at `asked`, and that answer is young enough to serve (None:
-    no stamp, never unchanged)."""
+def unchanged(asked: Stamp | None, current: Stamp | None, of: str) -> bool:
+    """Nothing was written to the namespace's vector rows (`of` "vectors") or its side tables and configuration
+    ("side") since the engine was asked at `asked`, and that answer is young enough to serve (None: no stamp, never
+    unchanged)."""
     if asked is None or current is None:
         return False
-    return asked.value == current.value and current.read_at - asked.read_at < settings.LOOM_CHANGE_MARKER_MAX_AGE_S
+    young = current.read_at - asked.read_at < settings.LOOM_CHANGE_MARKER_MAX_AGE_S
+    return young and getattr(asked, of) == getattr(current, of)
 
 
 def _slot(org: str, namespace: str) -> int:

@@ -350,7 +350,7 @@ def side_tables_held(
         now = [stamps.get(namespace) for namespace in named]
         key = (target, org, tuple(namespaces), configured)
         asked = _asked.last(key)
-        if asked is not None and all(map(change_marker.unchanged, asked[0], now)):
+        if asked is not None and all(change_marker.unchanged(was, stamp, "side") for was, stamp in zip(asked[0], now)):
             return asked[1]
         return _asked.put(key, (now, _side_tables(org, namespaces, configured)))[1]
     held = frozenset().union(*(_held.get((target, org, n), lambda n=n: _side_tables(org, [n])[0]) for n in namespaces))

@@ -987,7 +987,7 @@ def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None
         key = (target, org, namespace, model)
         mirror = _mirrors.get(key)
         stamp = stamps.get(namespace)
-        if mirror is None or change_marker.unchanged(mirror.asked, stamp):
+        if mirror is None or change_marker.unchanged(mirror.asked, stamp, "vectors"):
             continue
         try:
             with mirror.syncing:
