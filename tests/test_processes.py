@@ -114,6 +114,39 @@ def test_another_processs_write_is_scored_by_the_next_searchs_lexical_legs(backe
     assert agent.search("quarterly offsite lisbon", **fields).json["hits"] == mirrored
 
 
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_a_row_read_before_its_memory_row_gets_its_words_once_that_comes(backend, agent, monkeypatch):
+    """Another process's write stores its vector rows before its memory row: a search between the two finds a row
+    with nothing to show and no words, and the lexical legs read ClickHouse while it lasts. Its memory row is asked
+    for again, and the legs read the mirror once it came (before, never again: a row held is not read again)."""
+    monkeypatch.setattr(vector_mirror, "SHOWN_RETRY_S", 0)
+    agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)
+    org = agent_org(agent)
+    agent.search("what does the cafeteria serve")
+
+    def copy_of_seed(table: str, replaced: str) -> None:
+        # From a subquery: with REPLACE in the same SELECT, its WHERE would compare the replaced key.
+        clickhouse.command(
+            f"INSERT INTO {table} SELECT * REPLACE ({replaced}) FROM (SELECT * FROM {table} "
+            "WHERE org = {org:String} AND namespace = {namespace:String} AND memory_key = 'seed')",
+            {"org": org, "namespace": agent.namespace},
+        )
+
+    # The half of a write another process stored first: a vector row under a new key, and no memory row yet.
+    copy_of_seed("memory_embeddings", "'gym' AS memory_key")
+    fields = {"search_mode": "hybrid", "min_similarity": 0}
+    with clickhouse.recorded() as statements:
+        agent.search("cafeteria soup", **fields)
+    assert [sql for sql in statements if "memory_terms" in sql], "the row has no words here: ClickHouse answers"
+    copy_of_seed("memories", "'gym' AS memory_key, 'the gym opens at six' AS value")
+    agent.search("cafeteria soup", **fields)  # asks for the memory row again
+    with clickhouse.recorded() as statements:
+        hits = agent.search("gym opens six", **fields).json["hits"]
+    assert not [sql for sql in statements if "memory_terms" in sql], statements
+    assert hits[0]["memory_key"] == "gym"
+
+
 @pytest.mark.parametrize("backend", ["server", "cluster"], indirect=True)
 def test_another_processs_row_without_a_vector_is_read_by_the_entity_check(backend, agent, other_process):
     """Stored while the org's model calls are off, the row has no vector, so this process's mirror cannot hold its

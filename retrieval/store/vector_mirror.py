@@ -121,6 +121,11 @@ class Vectors:
         # there are none, a word no row here holds is in no live row, and the entity check need not ask ClickHouse
         # (retrieval/search/mentions.py).
         self.unvectored: set[RowId] = set()
+        # Rows another process wrote that a delta read found before their memory row (a write stores `memories`
+        # last): nothing to show, no words counted, so the lexical legs read ClickHouse while any is left. Their
+        # memory rows are asked for again (`sync`, at most every SHOWN_RETRY_S), and the time it was last asked.
+        self.unshown: set[RowId] = set()
+        self.shown_asked = -math.inf
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
         self.since: datetime | None = None
         self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
@@ -236,6 +241,25 @@ class Vectors:
             self.worded[staged.worded] = True
             self.words.update(chain.from_iterable(staged.terms))  # (counting an iterable is Counter's C loop)
             self.chunked = self.chunked or chunked
+
+    def await_shown(self, ids: list[RowId]) -> None:
+        """These rows came without their memory rows: ask for them again (`take_shown`)."""
+        with self.lock:
+            if fresh := [rid for rid in ids if rid in self.position and rid not in self.unshown]:
+                self.unshown.update(fresh)
+                self.shown_asked = time.monotonic()  # (just asked: the first retry comes SHOWN_RETRY_S later)
+
+    def take_shown(self, shown: dict) -> None:
+        """What a hit shows of rows `await_shown` named (by identity), their words counted in; a row retired
+        meanwhile needs none."""
+        with self.lock:
+            for rid in list(self.unshown):
+                at = self.position[rid]
+                if self.live[at] and (got := shown.get((rid.memory_key, rid.agent, rid.session_id, rid.version))):
+                    self.shown[at] = got
+                    self._count(at, +1)
+                if self.worded[at] or not self.live[at]:
+                    self.unshown.discard(rid)
 
     def count_words(self, rows: int) -> None:
         """Count in the words of the first `rows` rows (those a load added without them), WORDS_STEP rows at a time
@@ -969,6 +993,9 @@ def enabled() -> bool:
 # visible late is still read (adding is idempotent, retiring one-way). Longer costs every search after a burst of
 # writes a re-read of that burst.
 SYNC_LAG = timedelta(seconds=2)
+# How often a mirror asks again for the memory rows of rows that came without them (`Vectors.await_shown`): a
+# write's come within moments; a failed write's never do (loom_repair retires its rows).
+SHOWN_RETRY_S = 1.0
 
 
 def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None) -> None:
@@ -987,9 +1014,12 @@ def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None
         key = (target, org, namespace, model)
         mirror = _mirrors.get(key)
         stamp = stamps.get(namespace)
-        if mirror is None or change_marker.unchanged(mirror.asked, stamp, "vectors"):
+        if mirror is None:
             continue
         try:
+            if change_marker.unchanged(mirror.asked, stamp, "vectors"):
+                _ask_shown(mirror, org, namespace)
+                continue
             with mirror.syncing:
                 # A delta read that began after this op did saw every write acknowledged before it: the searches
                 # queued behind one read take its answer instead of each reading again (with writes coming, every
@@ -1048,8 +1078,21 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
         chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
         mirror.add(added, chunked, shown)
+        if not mirror.compact:  # (a compact mirror shows nothing)
+            missing = set(fresh) - shown.keys()
+            mirror.await_shown([row_id(row) for row in added if _identity(row) in missing])
+    _ask_shown(mirror, org, namespace)
     mirror.retire([row_id(row) for row in came if row["status"] != "active"])
     mirror.since = max(mirror.since, came[-1]["read_at"] - SYNC_LAG)
+
+
+def _ask_shown(mirror: Vectors, org: str, namespace: str) -> None:
+    """The memory rows of the rows the mirror awaits them for (`Vectors.await_shown`), at most every SHOWN_RETRY_S."""
+    if not mirror.unshown or time.monotonic() - mirror.shown_asked < SHOWN_RETRY_S:
+        return
+    mirror.shown_asked = time.monotonic()
+    wanted = [_identity(rid._asdict()) for rid in list(mirror.unshown)]
+    mirror.take_shown(shown_of(_live_memory_columns(org, namespace, wanted), read=True))
 
 
 def get(org: str, namespace: str, model: str, keys: bool = False, compact: bool = False) -> Vectors | None:
