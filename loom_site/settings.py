@@ -560,7 +560,7 @@ LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean(
 LOOM_VECTOR_MIRROR = env.boolean(
     "LOOM_VECTOR_MIRROR",
     True,
-    doc="score unfiltered searches (and judge writes) from an in-process copy of each namespace's live vectors; on a ClickHouse server each search first reads the rows other processes wrote since its last read",
+    doc="score unfiltered searches (and judge writes) from an in-process copy of each namespace's live vectors; on a ClickHouse server a search first reads the rows other processes wrote since its last read, once the namespace's stamp moved (`LOOM_CHANGE_MARKER`)",
 )
 # How a search on a ClickHouse server learns that another process wrote (retrieval/store/change_marker.py).
 LOOM_CHANGE_MARKER = env.choice(
