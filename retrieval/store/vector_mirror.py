@@ -255,7 +255,7 @@ class Vectors:
         with self.lock:
             for rid in list(self.unshown):
                 at = self.position[rid]
-                if self.live[at] and (got := shown.get((rid.memory_key, rid.agent, rid.session_id, rid.version))):
+                if self.live[at] and (got := shown.get(rid[1:])):  # (a RowId is its namespace, then its identity)
                     self.shown[at] = got
                     self._count(at, +1)
                 if self.worded[at] or not self.live[at]:
@@ -1079,8 +1079,7 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
         mirror.add(added, chunked, shown)
         if not mirror.compact:  # (a compact mirror shows nothing)
-            missing = set(fresh) - shown.keys()
-            mirror.await_shown([row_id(row) for row in added if _identity(row) in missing])
+            mirror.await_shown([RowId(namespace, *identity) for identity in fresh if identity not in shown])
     _ask_shown(mirror, org, namespace)
     mirror.retire([row_id(row) for row in came if row["status"] != "active"])
     mirror.since = max(mirror.since, came[-1]["read_at"] - SYNC_LAG)
@@ -1091,7 +1090,7 @@ def _ask_shown(mirror: Vectors, org: str, namespace: str) -> None:
     if not mirror.unshown or time.monotonic() - mirror.shown_asked < SHOWN_RETRY_S:
         return
     mirror.shown_asked = time.monotonic()
-    wanted = [_identity(rid._asdict()) for rid in list(mirror.unshown)]
+    wanted = [rid[1:] for rid in list(mirror.unshown)]
     mirror.take_shown(shown_of(_live_memory_columns(org, namespace, wanted), read=True))
 
 
