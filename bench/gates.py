@@ -15,7 +15,9 @@ act: of the batch rows whose exact nearest is at or past the conflict gate, the 
 too, and the share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
 Beside them, the compact mirror's (each value vector as two int8 codes, kept for a namespace past
 LOOM_VECTOR_MIRROR_MAX_BYTES): its p50, its share of the gated rows' nearest named, and what the full mirror weighs
-against it.
+against it. And the stored cells' (retrieval/store/stored_cells.py: the cells kept in the embedded engine, for a
+namespace no mirror holds): the rows stored into `memory_embeddings` as bare inserts, their training and backfill
+timed, then each batch's read (two statements) timed, and its share of the gated rows' nearest named.
 """
 
 import argparse
@@ -30,8 +32,9 @@ import numpy as np
 from django.conf import settings
 
 from bench.real_vectors import embedded
+from retrieval.store import clickhouse, schema, stored_cells
 from retrieval.store.vector_mirror import Vectors
-from tests.synthetic import DIM, mirror, unit, vectors
+from tests.synthetic import DATED, DIM, mirror, unit, vectors
 
 BATCH = 500
 SCOPE = ("default", "", "", "", "fact")
@@ -60,6 +63,46 @@ def judged(built, batches: list[tuple[np.ndarray, list]], exact_rows: int) -> tu
     return timings, found
 
 
+def in_clickhouse(namespace: str, stored: np.ndarray, sessions: int) -> None:
+    """The rows as a namespace's live vector rows (keys m0, m1, ..., as the mirror names them)."""
+    for start in range(0, len(stored), 50_000):
+        rows = [
+            {
+                "org": "bench",
+                "namespace": namespace,
+                "embedding_model": "bench",
+                "memory_key": f"m{i}",
+                "agent": "default",
+                "session_id": f"s{i % sessions}" if sessions else "",
+                "version": 1,
+                "revision": 1,
+                "status": "active",
+                "memory_type": "fact",
+                "embedding_dim": DIM,
+                "value_vector": stored[i],
+                "dated_at": DATED,
+                "created_at": DATED,
+            }
+            for i in range(start, min(start + 50_000, len(stored)))
+        ]
+        clickhouse.insert("memory_embeddings", rows)
+
+
+def judged_stored(namespace: str, stored: np.ndarray, batches: list[tuple], sessions: int) -> tuple:
+    """The stored cells' training (s) and each batch's read (ms), and what they found."""
+    in_clickhouse(namespace, stored, sessions)
+    start = time.perf_counter()
+    stored_cells.train("bench", namespace, "bench")
+    trained = time.perf_counter() - start
+    timings, found = [], []
+    for n, (batch, scopes) in enumerate(batches):
+        keys = [f"new{n}.{i}" for i in range(len(batch))]
+        start = time.perf_counter()
+        found += stored_cells.nearest("bench", namespace, "bench", batch, keys, scopes, len(stored))
+        timings.append((time.perf_counter() - start) * 1000)
+    return trained, timings, found
+
+
 def measure(label: str, stored: np.ndarray, batches: list[tuple], exact_batches: int, sessions: int = 0) -> None:
     built = mirror("ns", stored, None, sessions=sessions)  # the gates read no key vectors
     exact_ms, exact = judged(built, batches[:exact_batches], 10**12)
@@ -73,16 +116,22 @@ def measure(label: str, stored: np.ndarray, batches: list[tuple], exact_batches:
     compact = mirror("ns", stored, None, Vectors(keyed=False, compact=True), sessions=sessions)
     compact._gate_cells()
     compact_ms, compacts = judged(compact, batches, 0)
-    pairs = list(zip(exact, cells[: len(exact)], compacts[: len(exact)]))
-    gated = [(e, c, k) for e, c, k in pairs if e is not None and e[1] >= settings.LOOM_CONFLICT_THRESHOLD]
-    same = sum(c is not None and c[0] == e[0] for e, c, _ in gated) / max(1, len(gated))
-    same_compact = sum(k is not None and k[0] == e[0] for e, _, k in gated) / max(1, len(gated))
-    agree = sum(verdict(e) == verdict(c) for e, c, _ in pairs) / len(pairs)
+    compact_bytes = compact.nbytes
+    del compact
+    stored_trained, stored_ms, stores = judged_stored(f"{label}-{len(stored)}", stored, batches, sessions)
+    pairs = list(zip(exact, cells[: len(exact)], compacts[: len(exact)], stores[: len(exact)]))
+    gated = [(e, c, k, t) for e, c, k, t in pairs if e is not None and e[1] >= settings.LOOM_CONFLICT_THRESHOLD]
+
+    def named(at: int) -> float:
+        return sum(row[at] is not None and row[at][0] == row[0][0] for row in gated) / max(1, len(gated))
+
+    agree = sum(verdict(e) == verdict(c) for e, c, _, _ in pairs) / len(pairs)
     print(
         f"{label:>22}{len(stored):>10,}{statistics.median(exact_ms):>10.1f}{statistics.median(cells_ms):>9.1f}"
         f"{statistics.median(exact_ms) / statistics.median(cells_ms):>7.1f}x{trained:>9.2f}"
-        f"{len(gated):>7}{same:>8.3f}{agree:>8.3f}{statistics.median(compact_ms):>9.1f}{same_compact:>8.3f}"
-        f"{full_bytes / compact.nbytes:>7.1f}x",
+        f"{len(gated):>7}{named(1):>8.3f}{agree:>8.3f}{statistics.median(compact_ms):>9.1f}{named(2):>8.3f}"
+        f"{full_bytes / compact_bytes:>7.1f}x"
+        f"{statistics.median(stored_ms):>9.1f}{stored_trained:>9.1f}{named(3):>8.3f}",
         flush=True,
     )
 
@@ -94,13 +143,15 @@ def main():
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--sessions", type=int, default=0, help="write the synthetic rows in this many sessions")
     args = parser.parse_args()
+    schema.apply()
+    stored_cells.SETTLE_S = 0  # no other writer to wait for
     print(
         f"the write gates' nearest-row read (Vectors.nearest), {BATCH}-row batches, {DIM}-d; conflict gate "
         f"{settings.LOOM_CONFLICT_THRESHOLD}, duplicate gate {settings.LOOM_DUPLICATE_THRESHOLD}"
     )
     print(
         f"{'rows':>22}{'stored':>10}{'exact p50':>10}{'cells':>9}{'ratio':>8}{'train s':>9}{'gated':>7}"
-        f"{'same':>8}{'verdict':>8}{'compact':>9}{'same':>8}{'bytes':>8}"
+        f"{'same':>8}{'verdict':>8}{'compact':>9}{'same':>8}{'bytes':>8}{'stored':>9}{'train s':>9}{'same':>8}"
     )
     if args.real:
         real = embedded(50_000)

@@ -286,3 +286,19 @@ def _no_mirror_load_outlives_its_test(settings):
 def _no_copies_from_earlier_tests():
     """Each test reads namespace configs, gates and noise levels afresh, not an earlier test's copies."""
     caching.forget_all()
+
+
+@pytest.fixture(autouse=True)
+def _no_stored_cells_training_outlives_its_test(settings, monkeypatch):
+    """A training of stored cells a batch began (retrieval/store/stored_cells.py) indexes at once, and ends within
+    its test (before its settings are restored)."""
+    import time
+
+    from retrieval.store import stored_cells
+
+    monkeypatch.setattr(stored_cells, "SETTLE_S", 0)
+    yield
+    deadline = time.monotonic() + 30
+    while stored_cells.training() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stored_cells.forget()

@@ -18,7 +18,17 @@ from tests.test_vector_mirror import wait_for_mirror
 on_cluster = pytest.mark.parametrize("backend", ["cluster"], indirect=True)
 
 # The tables sharded by (org, namespace): a namespace's rows are on one shard only.
-TENANT_TABLES = ("memories", "memory_embeddings", "memory_chunks", "memory_terms", "corpus_stats", "namespaces")
+# (namespace_writes: a search reads its namespace's count each time, so a search always reads its shard.)
+TENANT_TABLES = (
+    "memories",
+    "memory_embeddings",
+    "memory_chunks",
+    "memory_terms",
+    "corpus_stats",
+    "namespaces",
+    "namespace_writes",
+    "vector_cells",
+)
 
 
 def shard_of(org: str, namespace: str) -> int:

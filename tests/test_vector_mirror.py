@@ -592,12 +592,12 @@ def test_a_compact_mirrors_two_codes_give_each_component_within_a_step_of_the_se
     coarsest first codes)."""
     import numpy as np
 
-    from retrieval.store.vector_mirror import RESIDUAL_STEPS, Decoded, _coded, _residuals
+    from retrieval.store.vector_mirror import RESIDUAL_STEPS, Decoded, _residuals, coded
     from tests.synthetic import unit
 
     rng = np.random.default_rng(3)
     rows = unit(np.concatenate([rng.standard_normal((300, 384)), rng.standard_normal((300, 384)) ** 5]))
-    codes, scales = _coded(rows)
+    codes, scales = coded(rows)
     twice = Decoded(codes, _residuals(rows, codes, scales), scales)[:]
     once = codes * scales[:, None]
     assert (np.abs(twice - rows) <= scales[:, None] / (2 * RESIDUAL_STEPS) * 1.01).all()  # (float32 rounding)

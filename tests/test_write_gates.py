@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests import events
-from tests.test_vector_mirror import wait_for_mirror
+from tests.test_vector_mirror import agent_org, wait_for_mirror
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
@@ -19,16 +19,35 @@ def stored(agent, *items, **common):
     return agent.set(*items, **common).json["items"]
 
 
-@pytest.fixture(params=["scan", "mirror", "cells"])
+@pytest.fixture(params=["scan", "mirror", "cells", "stored"])
 def path(request, backend, agent, settings):
-    """Judged by a ClickHouse scan, by the loaded vector mirror, or by the mirror's cells (retrieval/store/cells.py:
-    here from the first row, as a namespace past LOOM_WRITE_GATES_EXACT_ROWS is)."""
+    """Judged by a ClickHouse scan, by the loaded vector mirror, by the mirror's cells (retrieval/store/cells.py:
+    here from the first row, as a namespace past LOOM_WRITE_GATES_EXACT_ROWS is), or by the namespace's cells stored
+    in ClickHouse (retrieval/store/stored_cells.py: here with no mirror and no scan, as a namespace past its compact
+    mirror's bytes is)."""
     if request.param == "cells":
         settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
-    if request.param != "scan":
+    if request.param in ("mirror", "cells"):
         agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
         wait_for_mirror(agent)
+    if request.param == "stored":
+        settings.LOOM_VECTOR_MIRROR, settings.LOOM_WRITE_GATES_MAX_PAIRS = False, 0
+        wait_for_stored_cells(agent, settings.LOOM_EMBEDDING_MODEL)
     return request.param
+
+
+def wait_for_stored_cells(agent, model):
+    """Two unrelated rows: the second's batch finds no stored cells and begins their training; poll until ready."""
+    from retrieval.store import stored_cells
+
+    org = agent_org(agent)
+    agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
+    [second] = stored(agent, {"memory_key": "seed-2", "value": "the parking garage closes at nine"})
+    assert second["write_gates"] == "skipped"  # nothing to read yet: stored unjudged, as before
+    deadline = time.monotonic() + 30
+    while stored_cells.ready(org, agent.namespace, model) is None:
+        assert time.monotonic() < deadline, "the stored cells were not ready within 30 s"
+        time.sleep(0.05)
 
 
 def test_a_duplicate_is_stored_and_hidden_unless_asked_for(path, agent):
@@ -137,11 +156,22 @@ def test_a_batch_too_large_to_scan_is_stored_unjudged_when_the_load_outlasts_the
     assert (copy["write_gates"], copy["duplicate_of"]) == ("skipped", None)
     warning = next(r.getMessage() for r in caplog.records if "write gates skipped" in r.getMessage())
     assert "its load was not in within LOOM_WRITE_GATES_LOAD_WAIT_S, 0.2 s" in warning
-    # Writes never wait with the wait set to 0.
-    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 0
+    # The skipped batch began training the namespace's stored cells: once they are in, a batch is judged by them,
+    # with no wait for the load (held here for up to 10 s).
+    wait_for_training()
+    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 5
     started = time.monotonic()
     [again] = stored(agent, {"memory_key": "c", "value": DARK})
-    assert again["write_gates"] == "skipped" and time.monotonic() - started < 0.2
+    assert (again["write_gates"], again["duplicate_of"]) == ("judged", "a") and time.monotonic() - started < 2
+
+
+def wait_for_training():
+    from retrieval.store import stored_cells
+
+    deadline = time.monotonic() + 30
+    while stored_cells.training():
+        assert time.monotonic() < deadline, "the stored cells' training did not end within 30 s"
+        time.sleep(0.05)
 
 
 def test_a_batch_too_large_to_scan_does_not_wait_for_a_load_its_pace_says_will_be_late(
@@ -257,7 +287,7 @@ def test_the_loaded_mirror_judges_a_copy_with_no_statement_for_its_value(path, a
     with clickhouse.recorded() as statements:
         result = stored(agent, {"memory_key": "d2", "value": "Jonas Berg deployed web-app v4.2.3 on 2026-10-27"})[0]
     assert result["duplicate_of"] == "d1"
-    if path != "scan":  # (a scan's namespace may have been loaded meanwhile: then the mirror judged it too)
+    if path in ("mirror", "cells"):  # (a scan's namespace may have been loaded meanwhile: the mirror judged it too)
         assert not [statement for statement in statements if "SELECT memory_key, agent" in statement]
 
 

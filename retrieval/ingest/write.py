@@ -23,7 +23,7 @@ from retrieval.ingest import sensitivity, write_gates
 from retrieval.language import chunking, sentences, text
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, reads, vector_mirror
+from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 
@@ -385,6 +385,7 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.F
     storing = clickhouse.inserting(
         [
             ("memory_embeddings", embeddings),
+            ("vector_cells", stored_cells.rows_for(scope.org, scope.namespace, embeddings)),
             ("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]),
             lambda: retire_side_rows(scope, retired, SUPERSEDED, revision),
             side.result,  # raises, and stores no `memories` row, when the side rows failed
@@ -467,6 +468,7 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         chunks = [chunk for plan in plans for chunk in _chunk_rows(plan, revision, now)]
         clickhouse.insert("memory_chunks", chunks)
         clickhouse.insert("memory_embeddings", embeddings)
+        clickhouse.insert("vector_cells", stored_cells.rows_for(scope.org, scope.namespace, embeddings))
         vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)
     return len(rows)
 

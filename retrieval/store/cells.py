@@ -100,10 +100,10 @@ class Cells:
         self.trained_on = self.strays_trained = 0  # rows and strays when trained
 
     @classmethod
-    def trained(cls, vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> "Cells":
-        """Centroids for these rows (unit vectors), and the rows placed in their cells with their codes and write
-        scopes."""
-        count = max(1, len(vectors) // ROWS_PER_CELL)
+    def fitted(cls, vectors: np.ndarray, count: int | None = None) -> "Cells":
+        """Centroids for these rows (unit vectors), ~ROWS_PER_CELL rows a cell (`count` cells, for rows these are a
+        sample of), and the fit below which a row is a stray; no row placed."""
+        count = count or max(1, len(vectors) // ROWS_PER_CELL)
         rng = np.random.default_rng(len(vectors))  # the same rows, the same cells
         sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), count * SAMPLE_PER_CELL), replace=False))]
         coarse = _kmeans(sample, max(1, round(math.sqrt(count))), rng)
@@ -114,16 +114,34 @@ class Cells:
             wanted = max(1, round(count * len(share) / len(sample)))
             fine.append(_kmeans(share, wanted, rng) if len(share) else coarse[c : c + 1])
         cells = cls(coarse, fine, vectors.shape[1])
-        cell, fit = cells.cell_of(vectors)
+        fit = cells.cell_of(vectors)[1]
         share, most = STRAYS_TRAINED
         worst = min(int(share * len(fit)), most)  # of every row: the sample fits its centroids better
         cells.fit_floor = float(np.partition(fit, worst)[worst]) if worst else -np.inf
-        keys = cells._keys(cell, fit, scopes)
+        return cells
+
+    @classmethod
+    def trained(cls, vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> "Cells":
+        """Centroids for these rows (unit vectors), and the rows placed in their cells with their codes and write
+        scopes."""
+        cells = cls.fitted(vectors)
+        keys = _keys(cells.home(vectors), scopes)
         order = np.argsort(keys, kind="stable")
         cells.keys, cells.members, cells.codes, cells.scales = keys[order], order, codes[order], scales[order]
         cells.rows = cells.merged = len(vectors)
         cells.trained_on, cells.strays_trained = len(vectors), len(cells.held(cells.stray))
         return cells
+
+    def home(self, vectors: np.ndarray) -> np.ndarray:
+        """Each vector's cell: its centroid's, or the strays' when it fits it worse than the training's worst few."""
+        cell, fit = self.cell_of(vectors)
+        cell[fit < self.fit_floor] = self.stray
+        return cell
+
+    def read_by(self, vectors: np.ndarray) -> np.ndarray:
+        """The cells each vector reads, (vectors, PROBES + 2): its PROBES nearest, its own (`probed`) and the
+        strays."""
+        return np.column_stack([*self.probed(vectors), np.full(len(vectors), self.stray)])
 
     @property
     def nbytes(self) -> int:
@@ -147,17 +165,15 @@ class Cells:
         """Place rows self.rows.. (these vectors, their codes and write scopes) in their cells, among the recent rows
         (`merge` moves them into the first run, once `merge_due`)."""
         # Copies: these are views of the mirror's arrays, which a view would keep once they grow.
-        self._place(*self.cell_of(vectors), codes.copy(), scales.copy(), scopes)
+        self._place(self.home(vectors), codes.copy(), scales.copy(), scopes)
 
     def merge_due(self) -> bool:
         """Whether the recent rows are RECENT_SHARE of the first run, and no merge is under way."""
         return not self.merging and len(self.recent_keys) > RECENT_SHARE * self.merged
 
-    def _place(
-        self, cell: np.ndarray, fit: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray
-    ) -> None:
-        """Rows self.rows.. among the recent ones, in order of their keys."""
-        keys = self._keys(cell, fit, scopes)
+    def _place(self, cell: np.ndarray, codes: np.ndarray, scales: np.ndarray, scopes: np.ndarray) -> None:
+        """Rows self.rows.. (in these cells) among the recent ones, in order of their keys."""
+        keys = _keys(cell, scopes)
         order = np.argsort(keys, kind="stable")
         at = np.searchsorted(self.recent_keys, keys[order], side="right")
         self.recent_keys = np.insert(self.recent_keys, at, keys[order])
@@ -165,12 +181,6 @@ class Cells:
         self.recent_codes.append(codes)
         self.recent_scales.append(scales)
         self.rows += len(cell)
-
-    def _keys(self, cell: np.ndarray, fit: np.ndarray, scopes: np.ndarray) -> np.ndarray:
-        """Rows' keys: each one's cell (the strays' when it fits its centroid worse than the training's worst few)
-        and write scope."""
-        cell[fit < self.fit_floor] = self.stray
-        return (cell << SCOPE_BITS) + scopes.astype(np.int64)
 
     def merge(self, lock: AbstractContextManager | None = None) -> None:
         """The recent rows into the first run (`_merged`), built outside `lock` (the mirror's, when it merges in the
@@ -247,7 +257,7 @@ class Cells:
         (cell, scope, vector) read, each one number, and one search of each run's keys for all the blocks: no pass
         per block (~20 us each in Python, and a batch reads thousands once the cells outnumber its values' probes)."""
         count = len(vectors)
-        near = np.column_stack([*self.probed(vectors), np.full(count, self.stray)])
+        near = self.read_by(vectors)
         lines = np.repeat(np.arange(count), near.shape[1])
         known = scopes[lines] >= 0
         scoped = int(scopes.max()) + 1
@@ -333,6 +343,11 @@ def _merged(first: tuple, recent: tuple, merged: int) -> list[np.ndarray]:
         both[into], both[rest] = new, old
         run.append(both)
     return run
+
+
+def _keys(cell: np.ndarray, scopes: np.ndarray) -> np.ndarray:
+    """Rows' keys: each one's cell and write scope."""
+    return (cell << SCOPE_BITS) + scopes.astype(np.int64)
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:

@@ -189,7 +189,7 @@ class Vectors:
                 self.bits[start:end] = _signs(values)
             if self.keyed:
                 self.keys[start:end] = np.asarray([row["key_vector"] for _, row in fresh], dtype=np.float32)
-            self.codes[start:end], self.scales[start:end] = _coded(values)
+            self.codes[start:end], self.scales[start:end] = coded(values)
             if self.compact:
                 self.residuals[start:end] = _residuals(values, self.codes[start:end], self.scales[start:end])
             staged.visible = [row["memory_type"] != "reflection" and not row["duplicate_of"] for _, row in fresh]
@@ -224,7 +224,7 @@ class Vectors:
                     self.touched.add(at)
                 self.revisions[at] = row["revision"]
                 value = np.asarray([row["value_vector"]], dtype=np.float32)
-                self.codes[at : at + 1], self.scales[at : at + 1] = _coded(value)
+                self.codes[at : at + 1], self.scales[at : at + 1] = coded(value)
                 if self.compact:
                     self.residuals[at : at + 1] = _residuals(value, self.codes[at : at + 1], self.scales[at : at + 1])
                     continue
@@ -597,7 +597,7 @@ class Vectors:
         if candidates >= size:
             return np.arange(size)
         rows = self._bits_first(vector, self._bits_keep(size, candidates), size) if bits else slice(0, size)
-        query = _coded(vector[None, :])[0]  # its scale orders no row differently
+        query = coded(vector[None, :])[0]  # its scale orders no row differently
         codes = self.codes[rows]
         # In place, in float32: at 1M rows the scan is ~32 ms and each full-size temporary a few more.
         approx = _cdist(query, codes, metric="dot", threads=0)[0]
@@ -700,7 +700,7 @@ class Vectors:
                     matrix = self.values[:size] if len(in_scope) == size else self.values[in_scope]  # all: no copy
                     _candidates(members, in_scope, vectors[members] @ matrix.T, lines, rows)
             else:
-                best = cells.two_best(vectors, codes, _coded(vectors)[0], live, self.codes, self.scales)
+                best = cells.two_best(vectors, codes, coded(vectors)[0], live, self.codes, self.scales)
                 if (found := best >= 0).any():
                     lines.append(np.nonzero(found)[0])
                     rows.append(best[found])
@@ -902,13 +902,13 @@ RESIDUAL_STEPS = 254
 
 
 def _residuals(vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """What the int8 codes of these rows (`_coded`) leave over, coded again in int8: each remainder is within half a
+    """What the int8 codes of these rows (`coded`) leave over, coded again in int8: each remainder is within half a
     step of the first code, so RESIDUAL_STEPS of the second span it."""
     left = vectors / scales[:, None] - codes  # in [-0.5, 0.5]
     return np.clip(np.round(left * RESIDUAL_STEPS), -127, 127).astype(np.int8)
 
 
-def _coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def coded(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes of these rows, each scaled so its largest component is 127, and each row's scale back."""
     # (Rounded in place, the magnitudes from the extremes: no temporary as large as the rows but the scaled one; a
     # load's codes took 11% of it with three.)

@@ -1,0 +1,396 @@
+"""Stored cells: the write gates' inverted file (retrieval/store/cells.py) kept in ClickHouse, for a namespace that no
+vector mirror holds in this process: past even its compact mirror's bytes, with LOOM_VECTOR_MIRROR off, or while a
+restart's load is not in. Before, a batch too large to scan (LOOM_WRITE_GATES_MAX_PAIRS) was stored unjudged there.
+
+A version of a namespace's cells (schema 0024) is trained once a batch finds none: centroids fitted on a sample of
+its live rows (`Cells.fitted`), then every live row indexed in `vector_cells` with its cell, write scope and int8
+codes (the backfill), then ready. Meanwhile, and after, each write indexes the rows it stores under the versions it
+knows (`rows_for`), so a ready version holds every live row: the backfill starts SETTLE_S after the centroids are
+in, by when every process has listed the version (it lists a namespace's versions every RECHECK_S) and indexes its
+own writes.
+
+A batch (`nearest`) reads, for each value, the cells `Cells.read_by` names (its nearest PROBES, its own, the strays):
+one statement joins the batch's (value, cell) reads to those cells' rows of the value's write scope, scores the int8
+codes in the engine and keeps each value's CANDIDATES best; a second reads those candidates' vectors where they are
+still live, and the best is rescored at full precision. So a batch costs what its values read, whatever the
+namespace's size: ~PROBES x ROWS_PER_CELL rows a value.
+
+The cells are trained again, as a new version, once the live rows have doubled since (a cell read would hold twice
+its rows); the old version's rows are dropped once the new one is ready.
+"""
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+import numpy as np
+
+from retrieval import caching
+from retrieval.store import clickhouse, cluster, vector_mirror
+from retrieval.store.cells import ROWS_PER_CELL, SAMPLE_PER_CELL, Cells
+from retrieval.store.eligibility import Eligibility
+
+log = logging.getLogger(__name__)
+
+RECHECK_S = 5.0  # how long a process trusts its list of a namespace's versions
+SETTLE_S = 2 * RECHECK_S  # from the centroids' insert to the backfill: every writer indexes its rows by then
+ABANDONED_S = 600.0  # a training that has not moved this long (its process died) is abandoned: another may begin
+PAGE = 20_000  # rows the backfill reads and indexes a statement
+SAMPLE = 262_144  # the most rows the centroids are fitted on
+CANDIDATES = 4  # each value's best rows by their codes, checked for life and rescored
+GROWTH = 2  # trained again once the live rows are this many times those it was trained for
+
+_LIVE = Eligibility(["active"])  # what a canonical may be: an active row, not itself a duplicate
+# SQL made from the write scope's columns: each batch value's scope, and a cell row's being of it.
+_BATCH_SCOPE = ", ".join(f"{{scope_{name}:Array(String)}}[i] AS b_{name}" for name in vector_mirror.SCOPE)
+_SAME_SCOPE = " AND ".join(f"vector_cells.{name} = b_{name}" for name in vector_mirror.SCOPE)
+_PAGE_COLUMNS = ("memory_key", "version", *vector_mirror.SCOPE)  # what the backfill reads of a row, and its vector
+
+
+class Version(NamedTuple):
+    trained_at: datetime
+    states: frozenset[str]
+    moved: datetime  # its last change
+    rows: int  # the live rows it was trained for
+
+    def alive(self, now: datetime) -> bool:
+        return "ready" in self.states or now - self.moved < timedelta(seconds=ABANDONED_S)
+
+
+_versions = caching.TtlCache(RECHECK_S)
+# Keyed by the engine too, as the mirrors are: tests run every op on each.
+_centroids: dict[tuple, Cells] = {}  # (engine, org, namespace, model, trained_at): a version's centroids, read once
+_training: set[tuple] = set()  # the (engine, org, namespace, model) this process trains
+_lock = threading.Lock()
+
+
+def versions(org: str, namespace: str, model: str) -> list[Version]:
+    """The namespace's versions, oldest first, as listed within RECHECK_S."""
+    return _versions.get((clickhouse.target(), org, namespace, model), lambda: _listed(org, namespace, model))
+
+
+def _listed(org: str, namespace: str, model: str) -> list[Version]:
+    rows = clickhouse.query_rows(
+        """
+        SELECT trained_at, groupArray(state), max(updated_at), max(rows) FROM vector_centroids FINAL
+        WHERE org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}
+        GROUP BY trained_at ORDER BY trained_at
+        """,
+        {"org": org, "namespace": namespace, "model": model},
+    )
+    return [Version(at, frozenset(states), moved, rows) for at, states, moved, rows in rows]
+
+
+def ready(org: str, namespace: str, model: str) -> Version | None:
+    """The newest version that is ready, if any."""
+    done = [version for version in versions(org, namespace, model) if "ready" in version.states]
+    return done[-1] if done else None
+
+
+def _indexed(org: str, namespace: str, model: str) -> list[Version]:
+    """The versions a write indexes its rows under: the newest ready one and any live one filling after it."""
+    now, newest = datetime.now(UTC), ready(org, namespace, model)
+    since = newest.trained_at if newest else datetime.min.replace(tzinfo=UTC)
+    return [
+        version
+        for version in versions(org, namespace, model)
+        if version == newest or (version.trained_at > since and version.states == {"filling"} and version.alive(now))
+    ]
+
+
+def rows_for(org: str, namespace: str, embeddings: list[dict]) -> list[dict]:
+    """`vector_cells` rows for these memory_embeddings rows, under each version their namespace's writes index (none,
+    until a batch first needs the stored cells). Rows that can never be a canonical (a stub, a duplicate, a
+    reflection) are left out."""
+    wanted = [
+        row
+        for row in embeddings
+        if row["embedding_dim"] and not row["duplicate_of"] and row["memory_type"] != "reflection"
+    ]
+    found: list[dict] = []
+    for model in {row["embedding_model"] for row in wanted}:
+        mine = [row for row in wanted if row["embedding_model"] == model]
+        for version in _indexed(org, namespace, model):
+            vectors = np.asarray([row["value_vector"] for row in mine], dtype=np.float32)
+            found += _cell_rows(org, namespace, model, version, mine, vectors)
+    return found
+
+
+def _cell_rows(org: str, namespace: str, model: str, version: Version, rows: list[dict], vectors: np.ndarray):
+    cells = _cells_of(org, namespace, model, version.trained_at)
+    placed = cells.home(vectors).tolist()
+    codes, scales = vector_mirror.coded(vectors)
+    return [
+        {
+            "org": org,
+            "namespace": namespace,
+            "embedding_model": model,
+            "trained_at": version.trained_at,
+            "cell": cell,
+            **{name: row[name] for name in ("memory_key", *vector_mirror.SCOPE, "version")},
+            "codes": code,
+            "scale": float(scale),
+        }
+        for row, cell, code, scale in zip(rows, placed, codes, scales)
+    ]
+
+
+def _cells_of(org: str, namespace: str, model: str, trained_at: datetime) -> Cells:
+    """A version's centroids, read once a process."""
+    key = (clickhouse.target(), org, namespace, model, trained_at)
+    if (cells := _centroids.get(key)) is None:
+        dim, coarse, fine, starts, fit_floor = clickhouse.query_decoded(
+            """
+            SELECT dim, coarse, fine, starts, fit_floor FROM vector_centroids FINAL
+            WHERE org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}
+              AND trained_at = {trained_at:DateTime64(6, 'UTC')} AND state = 'filling'
+            """,
+            {"org": org, "namespace": namespace, "model": model, "trained_at": trained_at},
+        )[0]
+        coarse, fine = np.asarray(coarse, np.float32).reshape(-1, dim), np.asarray(fine, np.float32).reshape(-1, dim)
+        cells = Cells(coarse, np.split(fine, np.asarray(starts[1:-1], dtype=np.int64)), dim)
+        cells.fit_floor = float(fit_floor)
+        _centroids[key] = cells
+    return cells
+
+
+def nearest(
+    org: str, namespace: str, model: str, vectors: np.ndarray, keys: list[str], scopes: list[tuple], live_rows: int
+) -> list[tuple[str, float, None] | None] | None:
+    """For each vector, the most similar live row of another key in its write scope, from the newest ready version
+    of the namespace's stored cells: None when there is none yet (its training is begun, in the background). A
+    version trained for under half of `live_rows` is trained again meanwhile."""
+    version = ready(org, namespace, model)
+    if version is None or live_rows >= GROWTH * version.rows:
+        begin(org, namespace, model)
+    if version is None:
+        return None
+    cells = _cells_of(org, namespace, model, version.trained_at)
+    read = cells.read_by(vectors)
+    lines = np.repeat(np.arange(1, len(vectors) + 1), read.shape[1])
+    candidates = clickhouse.query_rows(
+        f"""
+        SELECT i, memory_key, agent, session_id, version FROM (
+            SELECT i, memory_key, agent, session_id, version, dotProduct(codes, q) * scale AS sim
+            FROM vector_cells
+            INNER JOIN (
+                SELECT i, cell, arraySlice({{vectors:Array(Float32)}}, (i - 1) * {{dim:UInt32}} + 1, {{dim:UInt32}}) AS q,
+                       {{keys:Array(String)}}[i] AS b_key, {_BATCH_SCOPE}
+                FROM (SELECT arrayJoin(arrayZip({{lines:Array(UInt32)}}, {{cells:Array(UInt32)}})) AS read,
+                             read.1 AS i, read.2 AS cell)
+            ) AS batch ON vector_cells.cell = batch.cell AND {_SAME_SCOPE}
+            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND embedding_model = {{model:String}}
+              AND trained_at = {{trained_at:DateTime64(6, 'UTC')}} AND vector_cells.cell IN {{wanted:Array(UInt32)}}
+              AND memory_key != b_key
+        )
+        ORDER BY i, sim DESC
+        LIMIT {CANDIDATES} BY i
+        """,
+        {
+            "org": org,
+            "namespace": namespace,
+            "model": model,
+            "trained_at": version.trained_at,
+            "dim": vectors.shape[1],
+            "vectors": vectors.ravel(),
+            "keys": keys,
+            "lines": lines.tolist(),
+            "cells": read.ravel().tolist(),
+            "wanted": np.unique(read).tolist(),
+            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
+        },
+    )
+    return _rescored(org, namespace, model, vectors, candidates)
+
+
+def _rescored(org: str, namespace: str, model: str, vectors: np.ndarray, candidates: list[tuple]):
+    """Each value's best live candidate, by its exact cosine."""
+    found: list[tuple[str, float, None] | None] = [None] * len(vectors)
+    if not candidates:
+        return found
+    live = {
+        (key, agent, session, version): vector
+        for key, agent, session, version, vector in clickhouse.query_decoded(
+            f"""
+            SELECT memory_key, agent, session_id, version, value_vector FROM memory_embeddings
+            WHERE {_LIVE.where()} AND memory_key IN {{keys:Array(String)}}
+            """,
+            {
+                "org": org,
+                "namespaces": [namespace],
+                "model": model,
+                "statuses": _LIVE.statuses,
+                "keys": sorted({row[1] for row in candidates}),
+            },
+        )
+    }
+    best: dict[int, tuple[float, int, str]] = {}
+    for i, *identity in candidates:
+        if (vector := live.get(tuple(identity))) is not None:
+            # Of equals, the earliest version: the row the mirror would name.
+            ranked = (float(np.dot(vectors[i - 1], vector)), -identity[3], identity[0])
+            best[i - 1] = max(best.get(i - 1, ranked), ranked)
+    for line, (similarity, _, key) in best.items():
+        found[line] = (key, similarity, None)
+    return found
+
+
+def begin(org: str, namespace: str, model: str) -> None:
+    """Train the namespace's cells in the background, unless this process does already, or another's training is
+    alive and not ready."""
+    key = (clickhouse.target(), org, namespace, model)
+    now = datetime.now(UTC)
+    if any(v.alive(now) and "ready" not in v.states for v in versions(org, namespace, model)):
+        return
+    with _lock:
+        if key in _training:
+            return
+        _training.add(key)
+    threading.Thread(target=_train_in_background, args=key, name="loom-stored-cells", daemon=True).start()
+
+
+def training() -> int:
+    """How many trainings this process runs now."""
+    with _lock:
+        return len(_training)
+
+
+def _train_in_background(target: str, org: str, namespace: str, model: str) -> None:
+    try:
+        clickhouse.use_target_in_thread(target)
+        train(org, namespace, model)
+    except Exception:  # said; the next batch that needs the cells begins again
+        log.exception("training the stored cells of %s/%s failed", org, namespace)
+    finally:
+        clickhouse.release_thread()
+        with _lock:
+            _training.discard((target, org, namespace, model))
+
+
+def train(org: str, namespace: str, model: str) -> Version | None:
+    """A new version of the namespace's stored cells, trained, filled and ready; None when it gave way to another
+    process's training (the earlier claim goes on) or the namespace has no live row."""
+    claim = _Claim(org, namespace, model)
+    if not claim.first():
+        return None
+    rows = clickhouse.query_value(
+        f"SELECT count() FROM memory_embeddings WHERE {_LIVE.where()}", claim.params(statuses=_LIVE.statuses)
+    )
+    if not rows:
+        return None
+    count = max(1, rows // ROWS_PER_CELL)
+    cells = Cells.fitted(_sample(claim, rows, min(SAMPLE, count * SAMPLE_PER_CELL)), count)
+    claim.record(
+        "filling",
+        rows=rows,
+        dim=cells.fine.shape[1],
+        coarse=cells.coarse.ravel(),
+        fine=cells.fine.ravel(),
+        starts=cells.starts.astype(np.uint32),
+        fit_floor=cells.fit_floor,
+    )
+    _centroids[(clickhouse.target(), org, namespace, model, claim.trained_at)] = cells
+    time.sleep(SETTLE_S)
+    version = Version(claim.trained_at, frozenset({"filling"}), claim.trained_at, rows)
+    after = ("", "", "", 0)
+    while page := _page(claim, after):
+        clickhouse.insert("vector_cells", _cell_rows(org, namespace, model, version, page[0], page[1]))
+        last = page[0][-1]
+        after = (last["memory_key"], last["agent"], last["session_id"], last["version"])
+        claim.record("training")  # moving: not abandoned
+    if not claim.first():
+        return None
+    claim.record("ready")
+    _retire_before(claim)
+    return ready(org, namespace, model)
+
+
+class _Claim:
+    """A training's rows in vector_centroids: the claim first, then each state it reaches."""
+
+    def __init__(self, org: str, namespace: str, model: str):
+        self.org, self.namespace, self.model = org, namespace, model
+        self.trained_at = datetime.now(UTC)
+        self.record("training")
+
+    def params(self, **more) -> dict:
+        return {"org": self.org, "namespaces": [self.namespace], "model": self.model, **more}
+
+    def record(self, state: str, rows: int = 0, **centroids) -> None:
+        """This state reached (`training` again: still moving), and the process's lists of versions dropped."""
+        empty = {"dim": 0, "coarse": [], "fine": [], "starts": [], "fit_floor": 0.0}
+        row = {
+            "org": self.org,
+            "namespace": self.namespace,
+            "embedding_model": self.model,
+            "trained_at": self.trained_at,
+            "state": state,
+            "updated_at": datetime.now(UTC),
+            **(centroids or empty),
+            "rows": rows,
+        }
+        clickhouse.insert("vector_centroids", [row])
+        _versions.forget()
+
+    def first(self) -> bool:
+        """Whether this is the earliest live training that is not ready: of two begun at once, the earlier goes on."""
+        now = datetime.now(UTC)
+        rivals = [
+            v.trained_at
+            for v in versions(self.org, self.namespace, self.model)
+            if v.alive(now) and "ready" not in v.states
+        ]
+        return not rivals or min(rivals) == self.trained_at
+
+
+def _sample(claim: _Claim, rows: int, wanted: int) -> np.ndarray:
+    """About `wanted` of the namespace's live value vectors, chosen by a hash of their identities."""
+    found = clickhouse.query_decoded(
+        f"""
+        SELECT value_vector FROM memory_embeddings
+        WHERE {_LIVE.where()} AND cityHash64(memory_key, agent, session_id, version) % {{every:UInt64}} = 0
+        """,
+        claim.params(statuses=_LIVE.statuses, every=max(1, rows // wanted)),
+    )
+    return np.asarray([row[0] for row in found], dtype=np.float32)
+
+
+def _page(claim: _Claim, after: tuple) -> tuple[list[dict], np.ndarray] | None:
+    """The next PAGE live rows past `after` in the table's order (memory_key, agent, session_id, version), and their
+    value vectors; None past the last."""
+    found = clickhouse.query_decoded(
+        f"""
+        SELECT {", ".join(_PAGE_COLUMNS)}, value_vector
+        FROM memory_embeddings
+        WHERE {_LIVE.where()} AND memory_key >= {{key:String}}
+          AND (memory_key, agent, session_id, version) > ({{key:String}}, {{agent:String}}, {{session:String}}, {{version:UInt64}})
+        ORDER BY memory_key, agent, session_id, version
+        LIMIT {PAGE}
+        """,
+        claim.params(statuses=_LIVE.statuses, key=after[0], agent=after[1], session=after[2], version=after[3]),
+    )
+    if not found:
+        return None
+    rows = [dict(zip(_PAGE_COLUMNS, row[:-1])) for row in found]
+    return rows, np.asarray([row[-1] for row in found], dtype=np.float32)
+
+
+def _retire_before(claim: _Claim) -> None:
+    """Drop the versions before this one, now that it is ready: their centroids and their rows."""
+    for table in ("vector_cells", "vector_centroids"):
+        cluster.run(
+            f"ALTER TABLE {table} DELETE WHERE org = {{org:String}} AND namespace = {{namespace:String}} "
+            "AND embedding_model = {model:String} AND trained_at < {trained_at:DateTime64(6, 'UTC')} "
+            "SETTINGS mutations_sync = 1",
+            {"org": claim.org, "namespace": claim.namespace, "model": claim.model, "trained_at": claim.trained_at},
+        )
+    mine = (clickhouse.target(), claim.org, claim.namespace, claim.model)
+    for key in [key for key in _centroids if key[:4] == mine and key[4] < claim.trained_at]:
+        del _centroids[key]
+
+
+def forget() -> None:
+    """Drop the centroids this process holds (the version lists are a TtlCache: caching.forget_all)."""
+    _centroids.clear()

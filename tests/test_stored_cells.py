@@ -1,0 +1,210 @@
+"""Stored cells: the write gates of a namespace no vector mirror holds read its cells from ClickHouse
+(retrieval/store/stored_cells.py), so a batch too large to scan is judged at any size instead of stored unjudged."""
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval.store import clickhouse, stored_cells
+from tests.test_sql_snapshots import normalised
+from tests.test_vector_mirror import agent_org
+from tests.test_write_gates import DARK, stored, wait_for_training
+
+pytestmark = pytest.mark.cluster
+
+# Facts of one template (their cells are near one another) and of others: forty rows, ten cells.
+FACTS = (
+    [
+        f"{name} moved to {city} in {year}"
+        for name, city, year in zip(
+            ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"],
+            ["Lisbon", "Oslo", "Quito", "Hanoi", "Cairo", "Perth", "Lima", "Riga", "Kyoto", "Accra"],
+            range(2011, 2021),
+        )
+    ]
+    + [
+        f"The {thing} in the {room} is {colour}"
+        for thing, room, colour in zip(
+            ["lamp", "rug", "sofa", "clock", "vase", "desk", "shelf", "chair", "mirror", "bench"],
+            ["hall", "study", "attic", "garage", "kitchen", "porch", "cellar", "loft", "den", "nursery"],
+            ["teal", "amber", "olive", "crimson", "ivory", "navy", "coral", "mauve", "khaki", "plum"],
+        )
+    ]
+    + [f"Backup job {n} runs every {n + 3} hours on host db-{n}" for n in range(10)]
+    + [
+        f"Ticket {n} about {topic} was closed by {who}"
+        for n, topic, who in zip(
+            range(100, 110),
+            ["billing", "login", "search", "export", "uploads", "emails", "themes", "alerts", "sync", "reports"],
+            ["Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wen", "Yara"],
+        )
+    ]
+)
+
+
+@pytest.fixture
+def unscanned(backend, agent, settings, monkeypatch):
+    """A namespace of FACTS that no mirror holds and no batch may scan (as one past its compact mirror's bytes), in
+    cells of ~4 rows; returns (org, namespace, model)."""
+    monkeypatch.setattr(stored_cells, "ROWS_PER_CELL", 4)
+    settings.LOOM_VECTOR_MIRROR, settings.LOOM_WRITE_GATES_MAX_PAIRS = False, 0
+    settings.LOOM_WRITE_GATES = False
+    agent.set(*({"memory_key": f"f{i}", "value": fact} for i, fact in enumerate(FACTS)))
+    settings.LOOM_WRITE_GATES = True
+    return agent_org(agent), agent.namespace, settings.LOOM_EMBEDDING_MODEL
+
+
+def cell_rows(org: str, trained_at: datetime | None = None) -> int:
+    return clickhouse.query_value(
+        "SELECT count() FROM vector_cells FINAL WHERE org = {org:String}"
+        + (" AND trained_at = {at:DateTime64(6, 'UTC')}" if trained_at else ""),
+        {"org": org, "at": trained_at},
+    )
+
+
+def test_rows_stored_before_the_training_are_indexed_and_judge_their_copies(unscanned, agent):
+    version = stored_cells.train(*unscanned)
+    assert version.rows == len(FACTS) == cell_rows(unscanned[0])
+    assert len(stored_cells._cells_of(*unscanned, version.trained_at).fine) >= 5  # many cells, not one
+    copies = stored(
+        agent,
+        *({"memory_key": f"c{i}", "value": FACTS[i]} for i in (0, 13, 27, 39)),
+        {"memory_key": "new", "value": "The user prefers tea to coffee"},
+    )
+    assert [(r["write_gates"], r["duplicate_of"]) for r in copies] == [
+        *(("judged", f"f{i}") for i in (0, 13, 27, 39)),
+        ("judged", None),
+    ]
+
+
+def test_the_stored_cells_find_what_the_exact_scan_finds(unscanned):
+    from retrieval.ingest import write_gates
+    from tenancy.access import Role, Scope
+
+    org, namespace, model = unscanned
+    stored_cells.train(*unscanned)
+    values = [FACTS[i].replace(" in ", " during ") for i in range(0, 40, 3)]
+    vectors, scopes = embedded(org, namespace, values), [DEFAULT_SCOPE] * len(values)
+    keys = [f"n{i}" for i in range(len(values))]
+    by_cells = stored_cells.nearest(org, namespace, model, vectors, keys, scopes, len(FACTS))
+    by_scan = write_gates._nearest_in_clickhouse(
+        Scope(org, namespace, Role.ADMIN, "test"), model, vectors, keys, scopes
+    )
+    assert [hit[0] for hit in by_cells] == [hit[0] for hit in by_scan]
+    assert [hit[1] for hit in by_cells] == pytest.approx([hit[1] for hit in by_scan], abs=1e-5)
+
+
+def embedded(org: str, namespace: str, values: list[str]):
+    import numpy as np
+
+    from retrieval.providers import customer
+    from retrieval.providers.embedders import get_embedder
+
+    with customer.for_org(org, namespace, "test", "memory.set"):
+        return np.asarray([get_embedder().embed(value) for value in values], dtype=np.float32)
+
+
+DEFAULT_SCOPE = ("default", "", "", "", "fact")  # an item's write scope when it names none (agent "default")
+
+
+def test_rows_written_since_are_indexed_by_their_write(unscanned, agent):
+    stored_cells.train(*unscanned)
+    stored(agent, {"memory_key": "later", "value": DARK})
+    assert cell_rows(unscanned[0]) == len(FACTS) + 1
+    [copy] = stored(agent, {"memory_key": "copy", "value": DARK})
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "later")
+
+
+def test_a_superseded_value_is_no_canonical_and_the_new_one_is(unscanned, agent):
+    stored_cells.train(*unscanned)
+    stored(agent, {"memory_key": "f5", "value": DARK})  # f5 was FACTS[5]
+    old, new = stored(agent, {"memory_key": "a", "value": FACTS[5]}, {"memory_key": "b", "value": DARK})
+    assert (old["duplicate_of"], new["duplicate_of"]) == (None, "f5")
+
+
+def test_the_cells_are_trained_again_once_the_rows_doubled_and_the_old_ones_dropped(unscanned, agent, settings):
+    org = unscanned[0]
+    first = stored_cells.train(*unscanned)
+    settings.LOOM_WRITE_GATES = False
+    stored(agent, *({"memory_key": f"g{i}", "value": f"{fact} (again, {i})"} for i, fact in enumerate(FACTS)))
+    settings.LOOM_WRITE_GATES = True
+    [judged] = stored(agent, {"memory_key": "x", "value": FACTS[7]})  # by the first cells, as the next are trained
+    assert (judged["write_gates"], judged["duplicate_of"]) == ("judged", "f7")
+    wait_for_training()
+    caught_up = stored_cells.ready(*unscanned)
+    # x, a duplicate, is never a canonical: not indexed.
+    assert caught_up.trained_at > first.trained_at and caught_up.rows == 2 * len(FACTS)
+    assert cell_rows(org, first.trained_at) == 0 and cell_rows(org) == 2 * len(FACTS)
+    [copy] = stored(agent, {"memory_key": "y", "value": f"{FACTS[3]} (again, 3)"})
+    assert copy["duplicate_of"] == "g3"
+
+
+def test_of_two_trainings_begun_at_once_the_earlier_goes_on(unscanned):
+    target, results = clickhouse.target(), []
+
+    def train():
+        clickhouse.use_target_in_thread(target)
+        results.append(stored_cells.train(*unscanned))
+        clickhouse.release_thread()
+
+    threads = [threading.Thread(target=train) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(result is None for result in results) == [False, True]
+    done = [version for version in stored_cells._listed(*unscanned) if "ready" in version.states]
+    assert [version.trained_at for version in done] == [next(r for r in results if r).trained_at]
+
+
+def test_a_training_abandoned_by_its_process_gives_way_and_a_live_one_does_not(unscanned, agent):
+    from retrieval import caching
+
+    org, namespace, model = unscanned
+
+    def claimed(moved: datetime):
+        """Another process's claim, last moved then."""
+        row = {"org": org, "namespace": namespace, "embedding_model": model, "state": "training"}
+        clickhouse.insert("vector_centroids", [{**row, "trained_at": moved, "updated_at": moved}])
+        caching.forget_all()
+
+    claimed(datetime.now(UTC) - timedelta(seconds=stored_cells.ABANDONED_S + 60))  # its process died long ago
+    assert stored(agent, {"memory_key": "a", "value": DARK})[0]["write_gates"] == "skipped"
+    wait_for_training()
+    assert stored_cells.ready(*unscanned).rows >= len(FACTS)  # (and "a", if in as it began)
+    # A training still moving in another process holds back this one's next, due once the rows doubled.
+    claimed(datetime.now(UTC))
+    more = stored(agent, *({"memory_key": f"m{i}", "value": f"note {i}: order {i * 7} shipped"} for i in range(45)))
+    assert {r["write_gates"] for r in more} == {"judged"}  # by the ready cells meanwhile
+    # No training began here: the versions are this one's, ready (the abandoned claim went with the versions before
+    # it), and the other process's.
+    listed = stored_cells._listed(*unscanned)
+    assert stored_cells.training() == 0 and [version.states for version in listed] == [
+        {"training", "filling", "ready"},
+        {"training"},
+    ]
+
+
+def test_another_orgs_cells_never_judge_a_write(unscanned, agent, bob, call):
+    from tests.conftest import Agent
+
+    stored_cells.train(*unscanned)
+    other = Agent(call, bob.token("admin"))
+    other.set(*({"memory_key": f"f{i}", "value": fact} for i, fact in enumerate(FACTS)))
+    stored_cells.train(bob.name, other.namespace, unscanned[2])
+    [copy] = stored(other, {"memory_key": "c", "value": FACTS[1]})
+    assert copy["duplicate_of"] == "f1" and cell_rows(unscanned[0]) == len(FACTS)  # its own f1; alice's untouched
+    [fresh] = stored(other, {"memory_key": "d", "value": DARK})
+    stored(agent, {"memory_key": "dark", "value": DARK})
+    assert fresh["duplicate_of"] is None and stored(other, {"memory_key": "e", "value": DARK})[0]["duplicate_of"] == "d"
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_the_batch_read_sends_the_statements_of_its_snapshot(unscanned, snapshot):
+    org, namespace, model = unscanned
+    stored_cells.train(*unscanned)
+    vectors = embedded(org, namespace, [FACTS[2]])
+    with clickhouse.recorded() as statements:
+        found = stored_cells.nearest(org, namespace, model, vectors, ["new"], [DEFAULT_SCOPE], len(FACTS))
+    assert normalised(statements) == snapshot and found[0][0] == "f2"
