@@ -1,6 +1,6 @@
 """The first write after a start, into a namespace of N memories: whether its write gates judge it.
 
-    .venv/bin/python bench/first_write.py [--sizes 10000 100000 200000] [--batch 500]
+    .venv/bin/python bench/first_write.py [--sizes 10000 100000 200000] [--batch 500] [--stored]
 
 A start leaves every namespace's vector mirror to load again, and a write batch too large to scan in ClickHouse
 (over LOOM_WRITE_GATES_MAX_PAIRS) has only the mirror to judge it. For each size one process writes N distinct
@@ -10,7 +10,11 @@ copies they caught; then, its mirror in, a second batch alike: the baseline, tim
 run three times on the same stored rows: with LOOM_WRITE_GATES_LOAD_WAIT_S at its default (the batch waits for the
 load), at 0 (never waits: the code before it), and warmed: the process first loads the mirrors of the namespaces
 written last, as a serving process does at its start (`vector_mirror.warm`, loom_site/wsgi.py), timed, and the batch
-comes once that is done. Embedded engine, fake embedder.
+comes once that is done. With `--stored`, the start comes instead after a process that served the namespace with its
+mirror in: a namespace of LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps its gates' cells in ClickHouse
+(retrieval/store/stored_cells.py), trained in the background after that process's batch (timed, the `warm-up s`);
+the start's first batch (LOOM_WRITE_GATES_LOAD_WAIT_S 0: no wait for the load) reads them. Embedded engine, fake
+embedder.
 """
 
 import argparse
@@ -43,7 +47,7 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
     from retrieval.ingest import write
     from retrieval.providers.embedders import get_embedder
     from retrieval.search import key_axis
-    from retrieval.store import schema, vector_mirror
+    from retrieval.store import schema, stored_cells, vector_mirror
     from tenancy.access import Scope
     from tenancy.roles import Role
 
@@ -80,17 +84,31 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
             "caught": sum(r.duplicate_of is not None for r in results[: len(copies)]),
         }
 
+    def loaded() -> None:
+        deadline = time.monotonic() + 600
+        while not vector_mirror.loaded(scope.org, scope.namespace, get_embedder().model_name):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the mirror of {size:,} rows did not load within 600 s")
+            time.sleep(0.05)
+
     started = time.perf_counter()
     if phase == "warmed":
         vector_mirror.warm(get_embedder().model_name, key_axis.enabled)
+    if phase == "kept":  # a process serving the namespace: its mirror in, a batch, the stored cells trained
+        vector_mirror.get(scope.org, scope.namespace, get_embedder().model_name)
+        loaded()
+        started = time.perf_counter()
+        one_batch("kept")
+        while stored_cells.training():
+            time.sleep(0.05)
+        return {"warm_s": time.perf_counter() - started}
     warmed_s = time.perf_counter() - started
     first = one_batch("first")
-    deadline = time.monotonic() + 600
-    while not vector_mirror.loaded(scope.org, scope.namespace, get_embedder().model_name):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"the mirror of {size:,} rows did not load within 600 s")
+    loaded()
+    later = one_batch("later")
+    while stored_cells.training():  # one the first batch began: not left half done at the exit
         time.sleep(0.05)
-    return {"warm_s": warmed_s if phase == "warmed" else None, "first": first, "later": one_batch("later")}
+    return {"warm_s": warmed_s if phase == "warmed" else None, "first": first, "later": later}
 
 
 def run(phase: str, size: int, batch: int, var: str, label: str = "", wait: str | None = None) -> dict:
@@ -111,6 +129,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000, 200000])
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--stored", action="store_true", help="the start after the stored cells were kept")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -132,8 +151,14 @@ def main():
     for size in args.sizes:
         var = scratch_dir("loom-bench-first-write-")
         run("setup", size, args.batch, var)
-        for phase, label, wait in (("start", "waits", None), ("start", "nowait", "0"), ("warmed", "warmed", None)):
+        phases = (("start", "waits", None), ("start", "nowait", "0"), ("warmed", "warmed", None))
+        if args.stored:
+            phases = (("kept", "kept", None), ("start", "stored", "0"))
+        for phase, label, wait in phases:
             found = run(phase, size, args.batch, var, label, wait)
+            if phase == "kept":
+                print(f"{size:>9} {label:>7} {found['warm_s']:>9.1f}")
+                continue
             first, later = found["first"], found["later"]
             warmed = "-" if found["warm_s"] is None else f"{found['warm_s']:.1f}"
             print(

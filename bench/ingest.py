@@ -1,7 +1,7 @@
 """Batch memory.set throughput, fake embedder: through the service layer and over HTTP.
 
     .venv/bin/python bench/ingest.py [--memories 20000] [--batch 500] [--runs 3]
-    .venv/bin/python bench/ingest.py --grow 1000000 [--marks 10000 100000 1000000] [--distinct]
+    .venv/bin/python bench/ingest.py --grow 1000000 [--marks 10000 100000 1000000] [--distinct] [--no-mirror]
 
 `--grow N` instead writes N memories into one namespace through the service layer (write gates on, the vector mirror
 serving them) and reports the rate of the ten batches before each mark: whether ingest slows as the namespace grows,
@@ -9,7 +9,10 @@ and what the mirrors weigh then; and the whole grow's rate, which the engine's m
 timed at each mark: the same ten batches as bare inserts. Its values are a batch's worth of LoCoMo turns cycled with
 a running number, so at a million rows each has ~2,000 near copies stored (every row passes the duplicate gate and
 has its markers compared, and a text's copies pile into one of the gates' cells); with `--distinct` each value is
-instead two turns, a pair no other row has: distinct memories, as a namespace's are.
+instead two turns, a pair no other row has: distinct memories, as a namespace's are. With `--no-mirror`
+(LOOM_VECTOR_MIRROR off, as a namespace past even its compact mirror's bytes has none) the gates read the namespace's
+stored cells (retrieval/store/stored_cells.py), trained in the background once a batch is too large to scan
+(LOOM_WRITE_GATES_MAX_PAIRS): the batches before they are ready are stored unjudged (the `judged` column).
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
 keys. The baseline, timed in the same run, is a bare insert of the same rows into
@@ -32,6 +35,8 @@ from pathlib import Path
 from scratch_django import ROOT, django_on_scratch
 
 django_on_scratch("loom-bench-")
+
+from django.conf import settings
 
 from retrieval.ingest import write
 from retrieval.store import clickhouse, schema, vector_mirror
@@ -183,8 +188,10 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
     """One namespace grown to `total`; the rate of the ten batches before each mark, and the bare insert's."""
     scope = Scope(org="bench", namespace="grown", role=Role.WRITER, subject="bench")
     values = "distinct values (two turns each)" if distinct else "turns cycled with a number"
+    gates = "the stored cells" if not settings.LOOM_VECTOR_MIRROR else "the vector mirror"
     print(
-        f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on, embedded; {values}"
+        f"memory.set into one growing namespace, batches of {size}, fake embedder, write gates on ({gates}), "
+        f"embedded; {values}"
     )
     # CPU a batch: the writing thread's, and the whole process's (the engine's inserts and merges, the mirror's
     # background passes): on 2 cores, a window whose engine works more runs the writing thread slower too.
@@ -231,8 +238,11 @@ def main():
     parser.add_argument("--grow", type=int, help="grow one namespace to this many memories instead")
     parser.add_argument("--marks", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--distinct", action="store_true", help="--grow: each value a pair of turns no other row has")
+    parser.add_argument("--no-mirror", action="store_true", help="--grow: the gates read the stored cells")
     args = parser.parse_args()
     schema.apply()
+    if args.no_mirror:
+        settings.LOOM_VECTOR_MIRROR = False
     if args.grow:
         grow(args.grow, [mark for mark in args.marks if mark <= args.grow], args.batch, args.distinct)
         return

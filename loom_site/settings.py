@@ -499,12 +499,12 @@ LOOM_WRITE_GATES = env.boolean(
     doc='judge every `memory.set` for duplicates and conflicts (`false`: store unjudged, `write_gates: "off"`)',
 )
 # The write gates scan (new rows x stored rows) pairs in ClickHouse when no vector mirror serves the namespace;
-# a batch over this many pairs is stored unjudged (write_gates: "skipped").
+# a batch over this many pairs reads the namespace's stored cells instead (retrieval/store/stored_cells.py).
 LOOM_WRITE_GATES_MAX_PAIRS = env.integer(
     "LOOM_WRITE_GATES_MAX_PAIRS",
     1_000_000,
     minimum=0,
-    doc='without a vector mirror, a batch whose (new × stored) pairs exceed this is stored unjudged (`write_gates: "skipped"`)',
+    doc='without a vector mirror, a batch whose (new × stored) pairs exceed this reads the namespace\'s cells stored in ClickHouse instead of scanning; the first such batch begins their training in the background, and it and those until they are ready wait for a loading mirror (`LOOM_WRITE_GATES_LOAD_WAIT_S`), else are stored unjudged (`write_gates: "skipped"`)',
 )
 # A write batch too large to scan in ClickHouse (over LOOM_WRITE_GATES_MAX_PAIRS) that finds its namespace's mirror
 # loading (the first write or search after a start begins the load) waits this long for it rather than go unjudged,
@@ -513,7 +513,7 @@ LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     "LOOM_WRITE_GATES_LOAD_WAIT_S",
     10.0,
     minimum=0,
-    doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` that finds its namespace's vector mirror loading waits up to this many seconds for it (not at all once the load's pace says it will be later), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
+    doc='a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet, and that finds its vector mirror loading, waits up to this many seconds for it (not at all once the load\'s pace says it will be later), else is stored unjudged (`write_gates: "skipped"`); 0: never waits',
 )
 # From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
 # value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
@@ -522,6 +522,14 @@ LOOM_WRITE_GATES_EXACT_ROWS = env.integer(
     20_000,
     minimum=0,
     doc="from this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each value instead of every row",
+)
+# A namespace this large loads for longer than a batch waits (LOOM_WRITE_GATES_LOAD_WAIT_S: ~18k rows a second
+# here): it keeps its gates' cells in ClickHouse too, so a restart's batches are judged before its mirror is in.
+LOOM_WRITE_GATES_STORED_CELLS_FROM = env.integer(
+    "LOOM_WRITE_GATES_STORED_CELLS_FROM",
+    100_000,
+    minimum=0,
+    doc="a namespace whose vector mirror holds this many rows keeps its write gates' cells in ClickHouse too (`vector_cells`, ~400 bytes a row of 384-d, one more insert a write), trained in the background: a batch that finds no mirror (after a restart, before the load is in) reads them at once; 0: stored cells only once a batch found neither mirror nor cells",
 )
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean(
@@ -598,7 +606,7 @@ LOOM_VECTOR_MIRROR_MAX_BYTES = env.integer(
     "LOOM_VECTOR_MIRROR_MAX_BYTES",
     4 << 30,
     minimum=0,
-    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` is stored unjudged). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search (or the process's start: `LOOM_VECTOR_MIRROR_WARM`) starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
+    doc="all mirrors together; past it the least recently searched namespaces' mirrors are dropped (ClickHouse answers them until a search loads them again), and a namespace alone past it keeps a compact mirror for its write gates (each row's value vector as two int8 codes, ~3 bytes a dimension; its searches scan ClickHouse), and none past that too (a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` then reads the namespace's cells stored in ClickHouse). A row weighs ~6 bytes a dimension, 10 once a search of the namespace used the key axis (its key vectors are held then, where they fit), and keeps ~1.7 KB of Python objects outside the budget (its name, rank columns, shown value); a namespace's first search (or the process's start: `LOOM_VECTOR_MIRROR_WARM`) starts its load in the background: 10-12 s at 200k rows here; its vectors serve searches and the write gates once they are in (56.4 s at 1M rows), its lexical legs once its words are counted after them",
     shown="4294967296 (4 GiB)",
 )
 # gunicorn's workers (`make run`) keep their Python threads on one CPU each and let the engine, the local model and

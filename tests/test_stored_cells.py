@@ -2,6 +2,7 @@
 (retrieval/store/stored_cells.py), so a batch too large to scan is judged at any size instead of stored unjudged."""
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -208,3 +209,36 @@ def test_the_batch_read_sends_the_statements_of_its_snapshot(unscanned, snapshot
     with clickhouse.recorded() as statements:
         found = stored_cells.nearest(org, namespace, model, vectors, ["new"], [DEFAULT_SCOPE], len(FACTS))
     assert normalised(statements) == snapshot and found[0][0] == "f2"
+
+
+def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_once(
+    backend, agent, settings, monkeypatch
+):
+    """A namespace whose mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps stored cells too: after a restart,
+    a batch too large to scan reads them at once instead of waiting for the load (a minute at 1M rows)."""
+    from retrieval.store import vector_mirror
+    from tests.test_vector_mirror import wait_for_mirror
+
+    org, model = agent_org(agent), settings.LOOM_EMBEDDING_MODEL
+    settings.LOOM_WRITE_GATES_MAX_PAIRS, settings.LOOM_WRITE_GATES = 0, False
+    agent.set(*({"memory_key": f"f{i}", "value": fact} for i, fact in enumerate(FACTS)))
+    settings.LOOM_WRITE_GATES = True
+    wait_for_mirror(agent)
+    settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS) + 1
+    assert stored(agent, {"memory_key": "c0", "value": FACTS[0]})[0]["duplicate_of"] == "f0"  # the mirror's verdict
+    assert stored_cells.training() == 0 and stored_cells.versions(org, agent.namespace, model) == []  # too small
+    settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS)
+    stored(agent, {"memory_key": "c1", "value": FACTS[1]})
+    wait_for_training()
+    assert stored_cells.ready(org, agent.namespace, model).rows == len(FACTS)
+    # A restart: a process that holds no mirror, and whose load of this namespace takes a while.
+    release, load = threading.Event(), vector_mirror._load
+    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (load(*args), release.wait(10))[0])
+    monkeypatch.setattr(vector_mirror, "_mirrors", {})
+    try:
+        started = time.monotonic()
+        [copy] = stored(agent, {"memory_key": "c2", "value": FACTS[2]})
+        assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f2") and time.monotonic() - started < 5
+        assert not vector_mirror.loaded(org, agent.namespace, model)  # judged by the stored cells
+    finally:
+        release.set()

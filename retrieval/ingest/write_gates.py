@@ -132,6 +132,8 @@ def _nearest_stored(
     vector_mirror.sync(scope.org, [scope.namespace], model)
     mirror = vector_mirror.get(scope.org, scope.namespace, model, compact=True) if vector_mirror.enabled() else None
     if mirror is not None:
+        if len(mirror.ids) >= settings.LOOM_WRITE_GATES_STORED_CELLS_FROM > 0:
+            stored_cells.keep(scope.org, scope.namespace, model)  # for the batches of a restart's load
         return mirror.nearest(vectors, keys, scopes)
     try:
         stored = reads.live_rows(scope.org, scope.namespace)

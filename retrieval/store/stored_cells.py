@@ -2,12 +2,13 @@
 vector mirror holds in this process: past even its compact mirror's bytes, with LOOM_VECTOR_MIRROR off, or while a
 restart's load is not in. Before, a batch too large to scan (LOOM_WRITE_GATES_MAX_PAIRS) was stored unjudged there.
 
-A version of a namespace's cells (schema 0024) is trained once a batch finds none: centroids fitted on a sample of
-its live rows (`Cells.fitted`), then every live row indexed in `vector_cells` with its cell, write scope and int8
-codes (the backfill), then ready. Meanwhile, and after, each write indexes the rows it stores under the versions it
-knows (`rows_for`), so a ready version holds every live row: the backfill starts SETTLE_S after the centroids are
-in, by when every process has listed the version (it lists a namespace's versions every RECHECK_S) and indexes its
-own writes.
+A version of a namespace's cells (schema 0024) is trained in the background once a batch finds none, or once the
+namespace's mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows (more than a restart loads within the wait of
+LOOM_WRITE_GATES_LOAD_WAIT_S): centroids fitted on a sample of its live rows (`Cells.fitted`), then every live row
+indexed in `vector_cells` with its cell, write scope and int8 codes (the backfill), then ready. Meanwhile, and after,
+each write indexes the rows it stores under the versions it knows (`rows_for`), so a ready version holds every live
+row: the backfill starts SETTLE_S after the centroids are in, by when every process has listed the version (it lists
+a namespace's versions every RECHECK_S) and indexes its own writes.
 
 A batch (`nearest`) reads, for each value, the cells `Cells.read_by` names (its nearest PROBES, its own, the strays):
 one statement joins the batch's (value, cell) reads to those cells' rows of the value's write scope, scores the int8
@@ -235,6 +236,13 @@ def _rescored(org: str, namespace: str, model: str, vectors: np.ndarray, candida
     for line, (similarity, _, key) in best.items():
         found[line] = (key, similarity, None)
     return found
+
+
+def keep(org: str, namespace: str, model: str) -> None:
+    """Train the namespace's cells in the background unless a version is ready (LOOM_WRITE_GATES_STORED_CELLS_FROM:
+    a large namespace's mirror is held here, but a restart's batches will find none for a while)."""
+    if ready(org, namespace, model) is None:
+        begin(org, namespace, model)
 
 
 def begin(org: str, namespace: str, model: str) -> None:
