@@ -18,15 +18,19 @@ class TtlCache:
         """`seconds`: how long a copy serves, or a function that says (a setting read when it is asked)."""
         self._seconds = seconds
         self._held: dict[Hashable, tuple[float, object]] = {}
+        self._forgotten = 0  # how many times the copies were dropped
         _CACHES.add(self)
 
     def get(self, key: Hashable, read: Callable[[], object]):
-        """The copy of `key` while it is fresh, else `read()`'s answer, kept. A `read` that raises keeps nothing."""
+        """The copy of `key` while it is fresh, else `read()`'s answer, kept. A `read` that raises keeps nothing, nor
+        one under way as the copies were dropped (it may have read what the change that dropped them replaced)."""
         held = self._held.get(key)
         seconds = self._seconds() if callable(self._seconds) else self._seconds
         if held is not None and time.monotonic() - held[0] < seconds:
             return held[1]
-        return self.put(key, read())
+        forgotten = self._forgotten
+        answer = read()
+        return self.put(key, answer) if forgotten == self._forgotten else answer
 
     def put(self, key: Hashable, value):
         self._held[key] = (time.monotonic(), value)
@@ -42,6 +46,7 @@ class TtlCache:
         return [(key, held[1]) for key, held in list(self._held.items())]
 
     def forget(self) -> None:
+        self._forgotten += 1
         self._held.clear()
 
 

@@ -50,3 +50,19 @@ def test_forget_all_drops_every_cache_copies():
     caching.forget_all()
     read, calls = reader([3, 4])
     assert first.get("k", read) == 3 and second.get("k", read) == 4 and len(calls) == 2
+
+
+def test_a_read_under_way_as_the_copies_are_dropped_keeps_nothing():
+    """A change that drops the copies (`forget`) while another thread's read is under way: that read's answer may be
+    from before the change, so it is returned but not kept (the stored cells' versions, read as a training ended,
+    were kept stale for RECHECK_S, and a batch then found no cells ready)."""
+    cache = TtlCache(60)
+    answers = iter(["before the change", "after it"])
+
+    def read_across_a_change():
+        answer = next(answers)
+        cache.forget()  # another thread's change lands while this read is under way
+        return answer
+
+    assert cache.get("k", read_across_a_change) == "before the change"
+    assert cache.get("k", lambda: next(answers)) == "after it"

@@ -100,12 +100,13 @@ class Cells:
         self.trained_on = self.strays_trained = 0  # rows and strays when trained
 
     @classmethod
-    def fitted(cls, vectors: np.ndarray, count: int | None = None) -> "Cells":
-        """Centroids for these rows (unit vectors), ~ROWS_PER_CELL rows a cell (`count` cells, for rows these are a
-        sample of), and the fit below which a row is a stray; no row placed."""
-        count = count or max(1, len(vectors) // ROWS_PER_CELL)
+    def fitted(cls, vectors: np.ndarray, rows: int | None = None) -> "Cells":
+        """Centroids for these rows (unit vectors), ~ROWS_PER_CELL rows a cell (of `rows`, when these are a sample of
+        them), and the fit below which a row is a stray; no row placed."""
+        rows = rows or len(vectors)
+        count = max(1, rows // ROWS_PER_CELL)
         rng = np.random.default_rng(len(vectors))  # the same rows, the same cells
-        sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), count * SAMPLE_PER_CELL), replace=False))]
+        sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), sample_size(rows)), replace=False))]
         coarse = _kmeans(sample, max(1, round(math.sqrt(count))), rng)
         owner = _nearest(sample, coarse)[0]
         fine = []
@@ -116,7 +117,8 @@ class Cells:
         cells = cls(coarse, fine, vectors.shape[1])
         fit = cells.cell_of(vectors)[1]
         share, most = STRAYS_TRAINED
-        worst = min(int(share * len(fit)), most)  # of every row: the sample fits its centroids better
+        # Of every row (the sample fits its centroids better), and of a sample its share of them.
+        worst = int(min(share * rows, most) * len(fit) / rows)
         cells.fit_floor = float(np.partition(fit, worst)[worst]) if worst else -np.inf
         return cells
 
@@ -343,6 +345,11 @@ def _merged(first: tuple, recent: tuple, merged: int) -> list[np.ndarray]:
         both[into], both[rest] = new, old
         run.append(both)
     return run
+
+
+def sample_size(rows: int) -> int:
+    """How many of these rows the centroids are fitted on."""
+    return max(1, rows // ROWS_PER_CELL) * SAMPLE_PER_CELL
 
 
 def _keys(cell: np.ndarray, scopes: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ A batch (`nearest`) reads, for each value, the cells `Cells.read_by` names (its 
 one statement joins the batch's (value, cell) reads to those cells' rows of the value's write scope, scores the int8
 codes in the engine and keeps each value's CANDIDATES best; a second reads those candidates' vectors where they are
 still live, and the best is rescored at full precision. So a batch costs what its values read, whatever the
-namespace's size: ~PROBES x ROWS_PER_CELL rows a value.
+namespace's size: ~PROBES x cells.ROWS_PER_CELL rows a value.
 
 The cells are trained again, as a new version, once the live rows have doubled since (a cell read would hold twice
 its rows); the old version's rows are dropped once the new one is ready.
@@ -30,7 +30,7 @@ import numpy as np
 
 from retrieval import caching
 from retrieval.store import clickhouse, cluster, vector_mirror
-from retrieval.store.cells import ROWS_PER_CELL, SAMPLE_PER_CELL, Cells
+from retrieval.store.cells import Cells, sample_size
 from retrieval.store.eligibility import Eligibility
 
 log = logging.getLogger(__name__)
@@ -288,8 +288,8 @@ def train(org: str, namespace: str, model: str) -> Version | None:
     )
     if not rows:
         return None
-    count = max(1, rows // ROWS_PER_CELL)
-    cells = Cells.fitted(_sample(claim, rows, min(SAMPLE, count * SAMPLE_PER_CELL)), count)
+    # Twice the rows the centroids are fitted on: the stray floor is set over rows half of which they never saw.
+    cells = Cells.fitted(_sample(claim, rows, 2 * min(SAMPLE, sample_size(rows))), rows)
     claim.record(
         "filling",
         rows=rows,
