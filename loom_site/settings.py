@@ -523,11 +523,12 @@ LOOM_WRITE_GATES_EXACT_ROWS = env.integer(
     minimum=0,
     doc="from this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each value instead of every row",
 )
-# A namespace this large loads for longer than a batch waits (LOOM_WRITE_GATES_LOAD_WAIT_S: ~18k rows a second
-# here): it keeps its gates' cells in ClickHouse too, so a restart's batches are judged before its mirror is in.
+# A namespace this large loads for longer than a batch waits (LOOM_WRITE_GATES_LOAD_WAIT_S, 10 s: 10-12 s for 200k
+# rows here): it keeps its gates' cells in ClickHouse too, so a restart's batches are judged before its mirror is in.
+# Not smaller: indexing them costs a write ~10 ms of CPU a 500-row batch (bench/ingest.py, 200k rows).
 LOOM_WRITE_GATES_STORED_CELLS_FROM = env.integer(
     "LOOM_WRITE_GATES_STORED_CELLS_FROM",
-    100_000,
+    200_000,
     minimum=0,
     doc="a namespace whose vector mirror holds this many rows keeps its write gates' cells in ClickHouse too (`vector_cells`, ~400 bytes a row of 384-d, one more insert a write), trained in the background: a batch that finds no mirror (after a restart, before the load is in) reads them at once; 0: stored cells only once a batch found neither mirror nor cells",
 )

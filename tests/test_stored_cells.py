@@ -256,3 +256,33 @@ def test_centroids_fitted_on_a_sample_leave_two_cells_worth_of_strays_at_most():
     fitted = cells.Cells.fitted(rows[::4], len(rows))
     strays = int((fitted.home(rows) == fitted.stray).sum())
     assert 0 < strays <= 1.5 * cells.STRAYS_TRAINED[1]
+
+
+def test_a_row_another_process_stored_before_it_listed_the_new_cells_is_indexed_after_all(
+    unscanned, agent, monkeypatch
+):
+    """A process lists a namespace's versions every RECHECK_S: until it lists a new one it stores rows unindexed. The
+    training indexes the rows stored since its centroids came again, SETTLE_S after they came."""
+    monkeypatch.setattr(stored_cells, "SETTLE_S", 1.5)
+    target, training = clickhouse.target(), threading.Thread(target=lambda: trained_on(target, unscanned))
+    training.start()
+    deadline = time.monotonic() + 30
+    while stored_cells.ready(*unscanned) is None:  # ready: the settle has begun
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    with monkeypatch.context() as unaware:  # a writer that has not listed the version yet
+        unaware.setattr(stored_cells, "rows_for", lambda *args: [])
+        stored(agent, {"memory_key": "late", "value": DARK})
+    assert cell_rows(unscanned[0]) == len(FACTS)  # not indexed by its write
+    training.join(30)
+    assert cell_rows(unscanned[0]) == len(FACTS) + 1
+    [copy] = stored(agent, {"memory_key": "copy", "value": DARK})
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "late")
+
+
+def trained_on(target: str, namespace: tuple) -> None:
+    clickhouse.use_target_in_thread(target)
+    try:
+        stored_cells.train(*namespace)
+    finally:
+        clickhouse.release_thread()

@@ -7,8 +7,9 @@ namespace's mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows (more than a re
 LOOM_WRITE_GATES_LOAD_WAIT_S): centroids fitted on a sample of its live rows (`Cells.fitted`), then every live row
 indexed in `vector_cells` with its cell, write scope and int8 codes (the backfill), then ready. Meanwhile, and after,
 each write indexes the rows it stores under the versions it knows (`rows_for`), so a ready version holds every live
-row: the backfill starts SETTLE_S after the centroids are in, by when every process has listed the version (it lists
-a namespace's versions every RECHECK_S) and indexes its own writes.
+row: another process lists a namespace's versions every RECHECK_S, so SETTLE_S after the centroids came every writer
+indexes its rows, and the rows stored since they came are indexed again then (a batch meanwhile may miss another
+process's newest rows, for seconds, rather than the whole namespace for as long).
 
 A batch (`nearest`) reads, for each value, the cells `Cells.read_by` names (its nearest PROBES, its own, the strays):
 one statement joins the batch's (value, cell) reads to those cells' rows of the value's write scope, scores the int8
@@ -36,12 +37,13 @@ from retrieval.store.eligibility import Eligibility
 log = logging.getLogger(__name__)
 
 RECHECK_S = 5.0  # how long a process trusts its list of a namespace's versions
-SETTLE_S = 2 * RECHECK_S  # from the centroids' insert to the backfill: every writer indexes its rows by then
+SETTLE_S = 2 * RECHECK_S  # from the centroids' insert on, every writer indexes its rows: the rows since, again
 ABANDONED_S = 600.0  # a training that has not moved this long (its process died) is abandoned: another may begin
 PAGE = 20_000  # rows the backfill reads and indexes a statement
 SAMPLE = 262_144  # the most rows the centroids are fitted on
 CANDIDATES = 4  # each value's best rows by their codes, checked for life and rescored
 GROWTH = 2  # trained again once the live rows are this many times those it was trained for
+_EVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 _LIVE = Eligibility(["active"])  # what a canonical may be: an active row, not itself a duplicate
 # SQL made from the write scope's columns: each batch value's scope, and a cell row's being of it.
@@ -93,7 +95,7 @@ def ready(org: str, namespace: str, model: str) -> Version | None:
 def _indexed(org: str, namespace: str, model: str) -> list[Version]:
     """The versions a write indexes its rows under: the newest ready one and any live one filling after it."""
     now, newest = datetime.now(UTC), ready(org, namespace, model)
-    since = newest.trained_at if newest else datetime.min.replace(tzinfo=UTC)
+    since = newest.trained_at if newest else _EVER
     return [
         version
         for version in versions(org, namespace, model)
@@ -300,19 +302,28 @@ def train(org: str, namespace: str, model: str) -> Version | None:
         fit_floor=cells.fit_floor,
     )
     _centroids[(clickhouse.target(), org, namespace, model, claim.trained_at)] = cells
-    time.sleep(SETTLE_S)
+    filled = datetime.now(UTC)
     version = Version(claim.trained_at, frozenset({"filling"}), claim.trained_at, rows)
-    after = ("", "", "", 0)
-    while page := _page(claim, after):
-        clickhouse.insert("vector_cells", _cell_rows(org, namespace, model, version, page[0], page[1]))
-        last = page[0][-1]
-        after = (last["memory_key"], last["agent"], last["session_id"], last["version"])
-        claim.record("training")  # moving: not abandoned
+    _index(claim, version)
     if not claim.first():
         return None
     claim.record("ready")
     _retire_before(claim)
+    # Another process stores rows unindexed until it lists the new version (within RECHECK_S): what came since the
+    # centroids is indexed again once that is past (the table folds the copies).
+    time.sleep(max(0.0, SETTLE_S - (datetime.now(UTC) - filled).total_seconds()))
+    _index(claim, version, since=filled - vector_mirror.SYNC_LAG)
     return ready(org, namespace, model)
+
+
+def _index(claim: "_Claim", version: Version, since: datetime = _EVER) -> None:
+    """Index the namespace's live rows stored since `since` under this version, PAGE at a time."""
+    after = ("", "", "", 0)
+    while page := _page(claim, after, since):
+        clickhouse.insert("vector_cells", _cell_rows(claim.org, claim.namespace, claim.model, version, *page))
+        last = page[0][-1]
+        after = (last["memory_key"], last["agent"], last["session_id"], last["version"])
+        claim.record("training")  # moving: not abandoned
 
 
 class _Claim:
@@ -365,19 +376,21 @@ def _sample(claim: _Claim, rows: int, wanted: int) -> np.ndarray:
     return np.asarray([row[0] for row in found], dtype=np.float32)
 
 
-def _page(claim: _Claim, after: tuple) -> tuple[list[dict], np.ndarray] | None:
-    """The next PAGE live rows past `after` in the table's order (memory_key, agent, session_id, version), and their
-    value vectors; None past the last."""
+def _page(claim: _Claim, after: tuple, since: datetime) -> tuple[list[dict], np.ndarray] | None:
+    """The next PAGE live rows stored since `since`, past `after` in the table's order (memory_key, agent,
+    session_id, version), and their value vectors; None past the last."""
     found = clickhouse.query_decoded(
         f"""
         SELECT {", ".join(_PAGE_COLUMNS)}, value_vector
         FROM memory_embeddings
-        WHERE {_LIVE.where()} AND memory_key >= {{key:String}}
+        WHERE {_LIVE.where()} AND inserted_at >= {{since:DateTime64(6, 'UTC')}} AND memory_key >= {{key:String}}
           AND (memory_key, agent, session_id, version) > ({{key:String}}, {{agent:String}}, {{session:String}}, {{version:UInt64}})
         ORDER BY memory_key, agent, session_id, version
         LIMIT {PAGE}
         """,
-        claim.params(statuses=_LIVE.statuses, key=after[0], agent=after[1], session=after[2], version=after[3]),
+        claim.params(
+            statuses=_LIVE.statuses, since=since, key=after[0], agent=after[1], session=after[2], version=after[3]
+        ),
     )
     if not found:
         return None
