@@ -286,3 +286,21 @@ def trained_on(target: str, namespace: tuple) -> None:
         stored_cells.train(*namespace)
     finally:
         clickhouse.release_thread()
+
+
+def test_a_write_listing_a_version_dropped_since_is_stored(unscanned, agent):
+    """A process's list of versions may be RECHECK_S old: a write that names one a newer training dropped (as another
+    process that never read its centroids) stores its rows, and the newer version is read next."""
+    org, namespace, model = unscanned
+    first = stored_cells.train(*unscanned)
+    second = stored_cells.train(*unscanned)
+    stored_cells.forget()  # this process never read the first version's centroids
+    stored_cells._versions.put((clickhouse.target(), org, namespace, model), [first])  # nor heard of the second
+    result = stored(agent, {"memory_key": "during", "value": DARK})[0]
+    assert result["outcome"] == "created" and result["write_gates"] == "skipped"  # no cells to read: said
+    from retrieval import caching
+
+    caching.forget_all()
+    assert stored_cells.ready(*unscanned).trained_at == second.trained_at
+    [copy] = stored(agent, {"memory_key": "copy", "value": FACTS[4]})
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f4")

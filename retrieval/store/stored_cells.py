@@ -115,14 +115,17 @@ def rows_for(org: str, namespace: str, embeddings: list[dict]) -> list[dict]:
     found: list[dict] = []
     for model in {row["embedding_model"] for row in wanted}:
         mine = [row for row in wanted if row["embedding_model"] == model]
+        vectors = np.asarray([row["value_vector"] for row in mine], dtype=np.float32)
         for version in _indexed(org, namespace, model):
-            vectors = np.asarray([row["value_vector"] for row in mine], dtype=np.float32)
             found += _cell_rows(org, namespace, model, version, mine, vectors)
     return found
 
 
 def _cell_rows(org: str, namespace: str, model: str, version: Version, rows: list[dict], vectors: np.ndarray):
-    cells = _cells_of(org, namespace, model, version.trained_at)
+    """The rows as this version's cells hold them; none once the version is gone (a newer one is ready: it came
+    after this process listed them, and indexes these rows itself)."""
+    if (cells := _cells_of(org, namespace, model, version.trained_at)) is None:
+        return []
     placed = cells.home(vectors).tolist()
     codes, scales = vector_mirror.coded(vectors)
     return [
@@ -140,18 +143,21 @@ def _cell_rows(org: str, namespace: str, model: str, version: Version, rows: lis
     ]
 
 
-def _cells_of(org: str, namespace: str, model: str, trained_at: datetime) -> Cells:
-    """A version's centroids, read once a process."""
+def _cells_of(org: str, namespace: str, model: str, trained_at: datetime) -> Cells | None:
+    """A version's centroids, read once a process; None when they are gone (dropped as a newer version was ready)."""
     key = (clickhouse.target(), org, namespace, model, trained_at)
     if (cells := _centroids.get(key)) is None:
-        dim, coarse, fine, starts, fit_floor = clickhouse.query_decoded(
+        found = clickhouse.query_decoded(
             """
             SELECT dim, coarse, fine, starts, fit_floor FROM vector_centroids FINAL
             WHERE org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}
               AND trained_at = {trained_at:DateTime64(6, 'UTC')} AND state = 'filling'
             """,
             {"org": org, "namespace": namespace, "model": model, "trained_at": trained_at},
-        )[0]
+        )
+        if not found:
+            return None
+        dim, coarse, fine, starts, fit_floor = found[0]
         coarse, fine = np.asarray(coarse, np.float32).reshape(-1, dim), np.asarray(fine, np.float32).reshape(-1, dim)
         cells = Cells(coarse, np.split(fine, np.asarray(starts[1:-1], dtype=np.int64)), dim)
         cells.fit_floor = float(fit_floor)
@@ -168,9 +174,8 @@ def nearest(
     version = ready(org, namespace, model)
     if version is None or live_rows >= GROWTH * version.rows:
         begin(org, namespace, model)
-    if version is None:
+    if version is None or (cells := _cells_of(org, namespace, model, version.trained_at)) is None:
         return None
-    cells = _cells_of(org, namespace, model, version.trained_at)
     read = cells.read_by(vectors)
     lines = np.repeat(np.arange(1, len(vectors) + 1), read.shape[1])
     candidates = clickhouse.query_rows(
