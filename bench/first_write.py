@@ -139,10 +139,15 @@ def main():
     from loom_site import settings as loom  # (the default the starts run with)
     from tests.scratch import scratch_dir
 
+    starts = (
+        "after a process kept the stored cells (warm-up: its batch to their training's end), with no wait for the load"
+        if args.stored
+        else f"LOOM_WRITE_GATES_LOAD_WAIT_S {loom.LOOM_WRITE_GATES_LOAD_WAIT_S:g} s against 0, and after a warm start "
+        "(the mirror loaded before the batch)"
+    )
     print(
         f"the first memory.set batch ({args.batch}: half copies of stored values) after a start, embedded, fake "
-        f"embedder; LOOM_WRITE_GATES_LOAD_WAIT_S {loom.LOOM_WRITE_GATES_LOAD_WAIT_S:g} s against 0, and after a "
-        "warm start (the mirror loaded before the batch)"
+        f"embedder; {starts}"
     )
     print(
         f"{'memories':>9} {'start':>7} {'warm-up s':>9} {'first ms':>9} {'judged':>7} {'copies caught':>14} "
