@@ -304,3 +304,15 @@ def test_a_write_listing_a_version_dropped_since_is_stored(unscanned, agent):
     assert stored_cells.ready(*unscanned).trained_at == second.trained_at
     [copy] = stored(agent, {"memory_key": "copy", "value": FACTS[4]})
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f4")
+
+
+def test_writes_to_namespaces_without_stored_cells_read_one_list_of_them(backend, alice, call):
+    """Most namespaces never need stored cells: a process reads which have any in one statement every RECHECK_S, not
+    a statement a write per namespace."""
+    from tests.conftest import Agent
+
+    token = alice.token("admin")
+    with clickhouse.recorded() as statements:
+        for namespace in ("a", "b", "c"):
+            Agent(call, token, namespace).set({"memory_key": "k", "value": f"a note in {namespace}"})
+    assert sum("FROM vector_centroids" in statement for statement in statements) == 1

@@ -63,6 +63,8 @@ class Version(NamedTuple):
 
 
 _versions = caching.TtlCache(RECHECK_S)
+# The namespaces with any version, read in one statement: a write to one without (most) reads no list of its own.
+_trained = caching.TtlCache(RECHECK_S)
 # Keyed by the engine too, as the mirrors are: tests run every op on each.
 _centroids: dict[tuple, Cells] = {}  # (engine, org, namespace, model, trained_at): a version's centroids, read once
 _training: set[tuple] = set()  # the (engine, org, namespace, model) this process trains
@@ -71,7 +73,15 @@ _lock = threading.Lock()
 
 def versions(org: str, namespace: str, model: str) -> list[Version]:
     """The namespace's versions, oldest first, as listed within RECHECK_S."""
-    return _versions.get((clickhouse.target(), org, namespace, model), lambda: _listed(org, namespace, model))
+    engine = clickhouse.target()
+    if (org, namespace, model) not in _trained.get(engine, _with_versions):
+        return []
+    return _versions.get((engine, org, namespace, model), lambda: _listed(org, namespace, model))
+
+
+def _with_versions() -> frozenset[tuple[str, str, str]]:
+    rows = clickhouse.query_rows("SELECT DISTINCT org, namespace, embedding_model FROM vector_centroids")
+    return frozenset(map(tuple, rows))
 
 
 def _listed(org: str, namespace: str, model: str) -> list[Version]:
@@ -356,6 +366,7 @@ class _Claim:
             "rows": rows,
         }
         clickhouse.insert("vector_centroids", [row])
+        _trained.forget()
         _versions.forget()
 
     def first(self) -> bool:
