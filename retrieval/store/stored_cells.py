@@ -49,7 +49,7 @@ _LIVE = Eligibility(["active"])  # what a canonical may be: an active row, not i
 # SQL made from the write scope's columns: each batch value's scope, and a cell row's being of it.
 _BATCH_SCOPE = ", ".join(f"{{scope_{name}:Array(String)}}[i] AS b_{name}" for name in vector_mirror.SCOPE)
 _SAME_SCOPE = " AND ".join(f"vector_cells.{name} = b_{name}" for name in vector_mirror.SCOPE)
-_PAGE_COLUMNS = ("memory_key", "version", *vector_mirror.SCOPE)  # what the backfill reads of a row, and its vector
+_ROW_COLUMNS = ("memory_key", "version", *vector_mirror.SCOPE)  # what a cell row keeps of its row (and its codes)
 
 
 class Version(NamedTuple):
@@ -145,7 +145,7 @@ def _cell_rows(org: str, namespace: str, model: str, version: Version, rows: lis
             "embedding_model": model,
             "trained_at": version.trained_at,
             "cell": cell,
-            **{name: row[name] for name in ("memory_key", *vector_mirror.SCOPE, "version")},
+            **{name: row[name] for name in _ROW_COLUMNS},
             "codes": code,
             "scale": float(scale),
         }
@@ -338,7 +338,7 @@ def _index(claim: "_Claim", version: Version, since: datetime = _EVER) -> None:
         clickhouse.insert("vector_cells", _cell_rows(claim.org, claim.namespace, claim.model, version, *page))
         last = page[0][-1]
         after = (last["memory_key"], last["agent"], last["session_id"], last["version"])
-        claim.record("training")  # moving: not abandoned
+        claim.moved()
 
 
 class _Claim:
@@ -353,7 +353,13 @@ class _Claim:
         return {"org": self.org, "namespaces": [self.namespace], "model": self.model, **more}
 
     def record(self, state: str, rows: int = 0, **centroids) -> None:
-        """This state reached (`training` again: still moving), and the process's lists of versions dropped."""
+        """This state reached, and the process's lists of versions dropped (its writes and batches act on it)."""
+        self.moved(state, rows, **centroids)
+        _trained.forget()
+        _versions.forget()
+
+    def moved(self, state: str = "training", rows: int = 0, **centroids) -> None:
+        """Still moving (not abandoned): nothing a write or a batch acts on changed."""
         empty = {"dim": 0, "coarse": [], "fine": [], "starts": [], "fit_floor": 0.0}
         row = {
             "org": self.org,
@@ -366,15 +372,14 @@ class _Claim:
             "rows": rows,
         }
         clickhouse.insert("vector_centroids", [row])
-        _trained.forget()
-        _versions.forget()
 
     def first(self) -> bool:
-        """Whether this is the earliest live training that is not ready: of two begun at once, the earlier goes on."""
+        """Whether this is the earliest live training that is not ready: of two begun at once, the earlier goes on.
+        Asked of the engine, not of this process's list (another's claim may be seconds old)."""
         now = datetime.now(UTC)
         rivals = [
             v.trained_at
-            for v in versions(self.org, self.namespace, self.model)
+            for v in _listed(self.org, self.namespace, self.model)
             if v.alive(now) and "ready" not in v.states
         ]
         return not rivals or min(rivals) == self.trained_at
@@ -397,7 +402,7 @@ def _page(claim: _Claim, after: tuple, since: datetime) -> tuple[list[dict], np.
     session_id, version), and their value vectors; None past the last."""
     found = clickhouse.query_decoded(
         f"""
-        SELECT {", ".join(_PAGE_COLUMNS)}, value_vector
+        SELECT {", ".join(_ROW_COLUMNS)}, value_vector
         FROM memory_embeddings
         WHERE {_LIVE.where()} AND inserted_at >= {{since:DateTime64(6, 'UTC')}} AND memory_key >= {{key:String}}
           AND (memory_key, agent, session_id, version) > ({{key:String}}, {{agent:String}}, {{session:String}}, {{version:UInt64}})
@@ -410,7 +415,7 @@ def _page(claim: _Claim, after: tuple, since: datetime) -> tuple[list[dict], np.
     )
     if not found:
         return None
-    rows = [dict(zip(_PAGE_COLUMNS, row[:-1])) for row in found]
+    rows = [dict(zip(_ROW_COLUMNS, row[:-1])) for row in found]
     return rows, np.asarray([row[-1] for row in found], dtype=np.float32)
 
 

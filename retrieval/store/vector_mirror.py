@@ -1007,15 +1007,11 @@ def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None
     if not enabled() or clickhouse.backend() == "embedded":
         return
     target, began = clickhouse.target(), time.monotonic()
-    loaded = [namespace for namespace in namespaces if _mirrors.get((target, org, namespace, model)) is not None]
+    loaded = {n: mirror for n in namespaces if (mirror := _mirrors.get((target, org, n, model))) is not None}
     if stamps is None and loaded:
-        stamps = change_marker.read(org, loaded)
-    for namespace in loaded:
-        key = (target, org, namespace, model)
-        mirror = _mirrors.get(key)
-        stamp = stamps.get(namespace)
-        if mirror is None:
-            continue
+        stamps = change_marker.read(org, list(loaded))
+    for namespace, mirror in loaded.items():
+        key, stamp = (target, org, namespace, model), stamps.get(namespace)
         try:
             if change_marker.unchanged(mirror.asked, stamp, "vectors"):
                 _ask_shown(mirror, org, namespace)
