@@ -12,7 +12,8 @@ has its markers compared, and a text's copies pile into one of the gates' cells)
 instead two turns, a pair no other row has: distinct memories, as a namespace's are. With `--no-mirror`
 (LOOM_VECTOR_MIRROR off, as a namespace past even its compact mirror's bytes has none) the gates read the namespace's
 stored cells (retrieval/store/stored_cells.py), trained in the background once a batch is too large to scan
-(LOOM_WRITE_GATES_MAX_PAIRS): the batches before they are ready are stored unjudged (the `judged` column).
+(LOOM_WRITE_GATES_MAX_PAIRS): the batches before they are ready wait for them (LOOM_WRITE_GATES_LOAD_WAIT_S), or are
+stored unjudged (the `judged` column, and the whole grow's count).
 
 Values are LoCoMo dialogue turns (../shared/data/locomo-dev) cycled under fresh
 keys. The baseline, timed in the same run, is a bare insert of the same rows into
@@ -199,7 +200,7 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
         f"{'rows':>9}{'memories/s':>12}{'judged':>8}{'bare /s':>10}{'x bare':>8}{'mirror MB':>11}"
         f"{'thread CPU ms':>15}{'process CPU ms':>16}"
     )
-    window, rows, started = 10 * size, 0, None
+    window, rows, started, unjudged = 10 * size, 0, None, 0
     began, aside = time.perf_counter(), 0.0  # aside: the marks' baselines, left out of the whole grow's rate
     for at in range(0, total, size):
         if at + window in marks:
@@ -209,6 +210,7 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
             item["memory_key"] = f"grown.{at + i}"
             item["value"] = distinct_value(at + i) if distinct else f"{item['value']} (#{at + i})"
         results = write.set_memories(scope, [write.MemoryInput(**item) for item in batch])
+        unjudged += sum(result.write_gates == "skipped" for result in results)
         rows = at + size
         if rows in marks and started is not None:
             rate = window / (time.perf_counter() - started)
@@ -227,7 +229,9 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
             started = None
     # Ten batches swing with the engine's merges; the whole grow does not.
     elapsed = time.perf_counter() - began - aside
-    print(f"the whole grow: {total:,} memories in {elapsed:,.0f} s, {total / elapsed:,.0f}/s")
+    print(
+        f"the whole grow: {total:,} memories in {elapsed:,.0f} s, {total / elapsed:,.0f}/s; {unjudged:,} stored unjudged"
+    )
 
 
 def main():

@@ -504,16 +504,17 @@ LOOM_WRITE_GATES_MAX_PAIRS = env.integer(
     "LOOM_WRITE_GATES_MAX_PAIRS",
     1_000_000,
     minimum=0,
-    doc='without a vector mirror, a batch whose (new × stored) pairs exceed this reads the namespace\'s cells stored in ClickHouse instead of scanning; the first such batch begins their training in the background, and it and those until they are ready wait for a loading mirror (`LOOM_WRITE_GATES_LOAD_WAIT_S`), else are stored unjudged (`write_gates: "skipped"`)',
+    doc='without a vector mirror, a batch whose (new × stored) pairs exceed this reads the namespace\'s cells stored in ClickHouse instead of scanning; the first such batch begins their training in the background, and it and those until they are ready wait for a loading mirror, else for the training (`LOOM_WRITE_GATES_LOAD_WAIT_S`), else are stored unjudged (`write_gates: "skipped"`)',
 )
 # A write batch too large to scan in ClickHouse (over LOOM_WRITE_GATES_MAX_PAIRS) that finds its namespace's mirror
-# loading (the first write or search after a start begins the load) waits this long for it rather than go unjudged,
-# unless the load's pace so far says it will not be in by then (vector_mirror.awaited).
+# loading (the first write or search after a start begins the load), or else its stored cells training, waits this
+# long for them rather than go unjudged, unless the pace so far says they will not be in by then
+# (vector_mirror.awaited, stored_cells.awaited).
 LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     "LOOM_WRITE_GATES_LOAD_WAIT_S",
     10.0,
     minimum=0,
-    doc='a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet, and that finds its vector mirror loading, waits up to this many seconds for it (not at all once the load\'s pace says it will be later), else is stored unjudged (`write_gates: "skipped"`); 0: never waits',
+    doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet waits up to this many seconds, all told, for its vector mirror loading, else for the stored cells' training under way (the batch's own, or another process's; not at all once the pace of either says it will be later: a million rows load in ~56 s and train in ~45 s here, a few thousand in well under a second), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
 )
 # From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
 # value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).

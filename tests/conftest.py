@@ -290,13 +290,13 @@ def _no_copies_from_earlier_tests():
 
 @pytest.fixture(autouse=True)
 def _no_stored_cells_training_outlives_its_test(settings, monkeypatch):
-    """A training of stored cells a batch began (retrieval/store/stored_cells.py) indexes at once, and ends within
-    its test (before its settings are restored)."""
+    """A training of stored cells a batch began (retrieval/store/stored_cells.py) settles in half a second (a batch
+    that listed the older version reads it meanwhile), and ends within its test (before its settings are restored)."""
     import time
 
     from retrieval.store import stored_cells
 
-    monkeypatch.setattr(stored_cells, "SETTLE_S", 0)
+    monkeypatch.setattr(stored_cells, "SETTLE_S", 0.5)
     yield
     deadline = time.monotonic() + 30
     while stored_cells.training() and time.monotonic() < deadline:

@@ -171,7 +171,8 @@ def test_a_training_abandoned_by_its_process_gives_way_and_a_live_one_does_not(u
         caching.forget_all()
 
     claimed(datetime.now(UTC) - timedelta(seconds=stored_cells.ABANDONED_S + 60))  # its process died long ago
-    assert stored(agent, {"memory_key": "a", "value": DARK})[0]["write_gates"] == "skipped"
+    # The batch's own training goes on, and the batch waits for it: judged.
+    assert stored(agent, {"memory_key": "a", "value": DARK})[0]["write_gates"] == "judged"
     wait_for_training()
     assert stored_cells.ready(*unscanned).rows >= len(FACTS)  # (and "a", if in as it began)
     # A training still moving in another process holds back this one's next, due once the rows doubled.
@@ -262,7 +263,7 @@ def test_a_row_another_process_stored_before_it_listed_the_new_cells_is_indexed_
     unscanned, agent, monkeypatch
 ):
     """A process lists a namespace's versions every RECHECK_S: until it lists a new one it stores rows unindexed. The
-    training indexes the rows stored since its centroids came again, SETTLE_S after they came."""
+    training indexes the rows stored since its centroids came again, SETTLE_S after it is ready."""
     monkeypatch.setattr(stored_cells, "SETTLE_S", 1.5)
     target, training = clickhouse.target(), threading.Thread(target=lambda: trained_on(target, unscanned))
     training.start()
@@ -278,6 +279,32 @@ def test_a_row_another_process_stored_before_it_listed_the_new_cells_is_indexed_
     assert cell_rows(unscanned[0]) == len(FACTS) + 1
     [copy] = stored(agent, {"memory_key": "copy", "value": DARK})
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "late")
+
+
+def test_a_batch_that_listed_only_the_older_cells_reads_them_until_every_process_lists_the_newer(
+    unscanned, agent, monkeypatch
+):
+    """A process's list of versions may be RECHECK_S old: the older version's rows are dropped SETTLE_S after the newer
+    one is ready, not at once, so a batch that listed only the older one meanwhile still finds its rows."""
+    org, namespace, model = unscanned
+    first = stored_cells.train(*unscanned)
+    held = (clickhouse.target(), org, namespace, model, first.trained_at)
+    centroids = stored_cells._centroids[held]
+    monkeypatch.setattr(stored_cells, "SETTLE_S", 1.5)
+    target, training = clickhouse.target(), threading.Thread(target=lambda: trained_on(target, unscanned))
+    training.start()
+    deadline = time.monotonic() + 30
+    while stored_cells.ready(*unscanned).trained_at == first.trained_at:  # the newer is ready: the settle has begun
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.5)  # (well past a drop at once, well within the settle)
+    # A process unaware of it, which holds the older one's centroids.
+    stored_cells._versions.put((clickhouse.target(), org, namespace, model), [first])
+    stored_cells._centroids[held] = centroids
+    [copy] = stored(agent, {"memory_key": "copy", "value": FACTS[4]})
+    assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f4")
+    training.join(30)
+    assert cell_rows(org, first.trained_at) == 0  # dropped once the settle was past
 
 
 def trained_on(target: str, namespace: tuple) -> None:
@@ -297,7 +324,8 @@ def test_a_write_listing_a_version_dropped_since_is_stored(unscanned, agent):
     stored_cells.forget()  # this process never read the first version's centroids
     stored_cells._versions.put((clickhouse.target(), org, namespace, model), [first])  # nor heard of the second
     result = stored(agent, {"memory_key": "during", "value": DARK})[0]
-    assert result["outcome"] == "created" and result["write_gates"] == "skipped"  # no cells to read: said
+    # Its version's cells are gone: the batch asks the engine again, finds the newer one ready, and is judged by it.
+    assert result["outcome"] == "created" and result["write_gates"] == "judged"
     from retrieval import caching
 
     caching.forget_all()

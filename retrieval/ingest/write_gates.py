@@ -9,13 +9,14 @@ comes from the namespace's vector mirror when it is loaded (exactly, or past
 LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/store/cells.py; a
 namespace whose full mirror would not fit LOOM_VECTOR_MIRROR_MAX_BYTES keeps a compact one, its rows' vectors as
 two int8 codes), else from one ClickHouse scan joined to the batch by write scope, or, a batch too large to scan, from
-the namespace's cells stored in ClickHouse (retrieval/store/stored_cells.py; while they are first trained, from the
-mirror once its load is in, waiting up to LOOM_WRITE_GATES_LOAD_WAIT_S); the batch's own earlier rows count too.
+the namespace's cells stored in ClickHouse (retrieval/store/stored_cells.py; while they are first trained, waiting up
+to LOOM_WRITE_GATES_LOAD_WAIT_S for the mirror's load, else for them); the batch's own earlier rows count too.
 `write.set_memories` calls `judge` on its plans before anything is stored.
 """
 
 import json
 import logging
+import time
 
 import numpy as np
 from django.conf import settings
@@ -127,8 +128,8 @@ def _nearest_stored(
     """Each vector's nearest stored row (its key, the cosine, its value when the mirror holds it): from the vector
     mirror when it is loaded (a compact one past the byte budget), else a ClickHouse scan; a batch over
     LOOM_WRITE_GATES_MAX_PAIRS reads the namespace's stored cells instead (retrieval/store/stored_cells.py), or,
-    while they are first trained, waits up to LOOM_WRITE_GATES_LOAD_WAIT_S for the mirror's load. None when none
-    answers, or a read fails (the write stands, unjudged)."""
+    while they are first trained, waits up to LOOM_WRITE_GATES_LOAD_WAIT_S for the mirror's load, else for them.
+    None when none answers, or a read fails (the write stands, unjudged)."""
     vector_mirror.sync(scope.org, [scope.namespace], model)
     mirror = vector_mirror.get(scope.org, scope.namespace, model, compact=True) if vector_mirror.enabled() else None
     if mirror is not None:
@@ -146,16 +147,23 @@ def _nearest_stored(
             return found
         # Too many pairs to scan, and no stored cells yet (their training has begun): the first write after a start
         # finds its namespace's mirror loading, in seconds for 100k rows, and it brings every write after it (a
-        # search's first read begins the load too).
-        waited = settings.LOOM_WRITE_GATES_LOAD_WAIT_S if vector_mirror.enabled() else 0
-        if waited and (mirror := vector_mirror.awaited(scope.org, scope.namespace, model, waited)) is not None:
+        # search's first read begins the load too); with no mirror to come, the training is as quick at a few
+        # thousand rows.
+        waited = settings.LOOM_WRITE_GATES_LOAD_WAIT_S
+        deadline = time.monotonic() + waited
+        loading = waited and vector_mirror.enabled()
+        if loading and (mirror := vector_mirror.awaited(scope.org, scope.namespace, model, waited)) is not None:
             vector_mirror.sync(scope.org, [scope.namespace], model)  # (what other processes wrote as it loaded)
             return mirror.nearest(vectors, keys, scopes)
+        if waited and stored_cells.awaited(scope.org, scope.namespace, model, deadline):
+            found = stored_cells.nearest(scope.org, scope.namespace, model, vectors, keys, scopes, stored)
+            if found is not None:
+                return found
         log.warning(
             "write gates skipped for %d rows of %s/%s: %d new x %d stored rows is over "
             "LOOM_WRITE_GATES_MAX_PAIRS (%d), its stored cells are still being trained, and no vector mirror holds "
-            "the namespace here (its load was not in within LOOM_WRITE_GATES_LOAD_WAIT_S, %g s, or its pace said "
-            "it would not be; LOOM_VECTOR_MIRROR is off; or even its compact mirror is past "
+            "the namespace here (neither the cells nor its load were in within LOOM_WRITE_GATES_LOAD_WAIT_S, %g s, "
+            "or their pace said they would not be; LOOM_VECTOR_MIRROR is off; or even its compact mirror is past "
             "LOOM_VECTOR_MIRROR_MAX_BYTES)",
             len(keys),
             scope.org,

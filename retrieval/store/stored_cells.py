@@ -7,9 +7,9 @@ namespace's mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows (more than a re
 LOOM_WRITE_GATES_LOAD_WAIT_S): centroids fitted on a sample of its live rows (`Cells.fitted`), then every live row
 indexed in `vector_cells` with its cell, write scope and int8 codes (the backfill), then ready. Meanwhile, and after,
 each write indexes the rows it stores under the versions it knows (`rows_for`), so a ready version holds every live
-row: another process lists a namespace's versions every RECHECK_S, so SETTLE_S after the centroids came every writer
-indexes its rows, and the rows stored since they came are indexed again then (a batch meanwhile may miss another
-process's newest rows, for seconds, rather than the whole namespace for as long).
+row: another process lists a namespace's versions every RECHECK_S, so SETTLE_S after the version is ready every writer
+indexes its rows, and the rows stored since its centroids came are indexed again then (a batch meanwhile may miss
+another process's newest rows, for seconds, rather than the whole namespace for as long).
 
 A batch (`nearest`) reads, for each value, the cells `Cells.read_by` names (its nearest PROBES, its own, the strays):
 one statement joins the batch's (value, cell) reads to those cells' rows of the value's write scope, scores the int8
@@ -18,7 +18,7 @@ still live, and the best is rescored at full precision. So a batch costs what it
 namespace's size: ~PROBES x cells.ROWS_PER_CELL rows a value.
 
 The cells are trained again, as a new version, once the live rows have doubled since (a cell read would hold twice
-its rows); the old version's rows are dropped once the new one is ready.
+its rows); the old version's rows are dropped SETTLE_S after the new one is ready, once no process reads them.
 """
 
 import logging
@@ -37,12 +37,13 @@ from retrieval.store.eligibility import Eligibility
 log = logging.getLogger(__name__)
 
 RECHECK_S = 5.0  # how long a process trusts its list of a namespace's versions
-SETTLE_S = 2 * RECHECK_S  # from the centroids' insert on, every writer indexes its rows: the rows since, again
+SETTLE_S = 2 * RECHECK_S  # from a version's ready on, every process lists it: the rows since, again; the old, dropped
 ABANDONED_S = 600.0  # a training that has not moved this long (its process died) is abandoned: another may begin
 PAGE = 20_000  # rows the backfill reads and indexes a statement
 SAMPLE = 262_144  # the most rows the centroids are fitted on
 CANDIDATES = 4  # each value's best rows by their codes, checked for life and rescored
 GROWTH = 2  # trained again once the live rows are this many times those it was trained for
+POLL_S = 0.25  # how often a batch waiting for a training (`awaited`) asks how far it is
 _EVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 _LIVE = Eligibility(["active"])  # what a canonical may be: an active row, not itself a duplicate
@@ -255,6 +256,45 @@ def _rescored(org: str, namespace: str, model: str, vectors: np.ndarray, candida
     return found
 
 
+def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
+    """Whether a version of the namespace's cells is ready, waiting until `deadline` (`time.monotonic()`) for a
+    training under way, here or in another process: the batch that found none (and began it), and those after it,
+    are judged once it is, where they were stored unjudged before. False at once when no training is alive, or when
+    its pace so far says it will be ready after the deadline (a million rows train for ~45 s here, 5,000 in well
+    under a second)."""
+    while True:
+        listed = _listed(org, namespace, model)
+        if any("ready" in version.states for version in listed):
+            _trained.forget()  # (this process's lists, which `nearest` reads, may be older than the version)
+            _versions.forget()
+            return True
+        now, left = datetime.now(UTC), deadline - time.monotonic()
+        alive = [version for version in listed if version.alive(now)]
+        with _lock:  # (a training this process began a moment ago may not have claimed yet)
+            here = (clickhouse.target(), org, namespace, model) in _training
+        if left <= 0 or not (alive or here) or (alive and _ready_in(org, namespace, model, alive[0], now) > left):
+            return False
+        time.sleep(min(POLL_S, left))
+
+
+def _ready_in(org: str, namespace: str, model: str, version: Version, now: datetime) -> float:
+    """Seconds until this training is ready, at its pace so far (the rows indexed since it began, of those it was
+    trained for); 0 until it has indexed a row."""
+    if "filling" not in version.states:
+        return 0.0
+    indexed = clickhouse.query_value(
+        """
+        SELECT count() FROM vector_cells
+        WHERE org = {org:String} AND namespace = {namespace:String} AND embedding_model = {model:String}
+          AND trained_at = {trained_at:DateTime64(6, 'UTC')}
+        """,
+        {"org": org, "namespace": namespace, "model": model, "trained_at": version.trained_at},
+    )
+    if not indexed:
+        return 0.0
+    return (now - version.trained_at).total_seconds() * max(0.0, version.rows / indexed - 1)
+
+
 def keep(org: str, namespace: str, model: str) -> None:
     """Train the namespace's cells in the background unless a version is ready (LOOM_WRITE_GATES_STORED_CELLS_FROM:
     a large namespace's mirror is held here, but a restart's batches will find none for a while)."""
@@ -297,13 +337,14 @@ def _train_in_background(target: str, org: str, namespace: str, model: str) -> N
 def train(org: str, namespace: str, model: str) -> Version | None:
     """A new version of the namespace's stored cells, trained, filled and ready; None when it gave way to another
     process's training (the earlier claim goes on) or the namespace has no live row."""
+    rows = clickhouse.query_value(
+        f"SELECT count() FROM memory_embeddings WHERE {_LIVE.where()}",
+        {"org": org, "namespaces": [namespace], "model": model, "statuses": _LIVE.statuses},
+    )
+    if not rows:  # (before any claim: a batch waiting for one would wait for nothing)
+        return None
     claim = _Claim(org, namespace, model)
     if not claim.first():
-        return None
-    rows = clickhouse.query_value(
-        f"SELECT count() FROM memory_embeddings WHERE {_LIVE.where()}", claim.params(statuses=_LIVE.statuses)
-    )
-    if not rows:
         return None
     # Twice the rows the centroids are fitted on: the stray floor is set over rows half of which they never saw.
     cells = Cells.fitted(_sample(claim, rows, 2 * min(SAMPLE, sample_size(rows))), rows)
@@ -323,11 +364,12 @@ def train(org: str, namespace: str, model: str) -> Version | None:
     if not claim.first():
         return None
     claim.record("ready")
-    _retire_before(claim)
-    # Another process stores rows unindexed until it lists the new version (within RECHECK_S): what came since the
-    # centroids is indexed again once that is past (the table folds the copies).
-    time.sleep(max(0.0, SETTLE_S - (datetime.now(UTC) - filled).total_seconds()))
+    # Another process stores rows unindexed until it lists the new version (within RECHECK_S), and a batch that
+    # listed the versions before it was ready reads the older one meanwhile: once that is past, what came since the
+    # centroids is indexed again (the table folds the copies), and then the older versions are dropped.
+    time.sleep(SETTLE_S)
     _index(claim, version, since=filled - vector_mirror.SYNC_LAG)
+    _retire_before(claim)
     return ready(org, namespace, model)
 
 
