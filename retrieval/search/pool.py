@@ -6,21 +6,27 @@ from retrieval.store.rows import RowId
 
 # The signals that are cosines to the query: value, key and chunk vectors, the fallback's rewritten queries and
 # HyDE answer when they ran, a session digest's own vector.
-COSINES = (
-    "value_similarity",
-    "key_similarity",
-    "chunk_similarity",
-    "hyde_similarity",
-    "rewrite_similarity",
-    "summary_similarity",
+COSINES = frozenset(
+    (
+        "value_similarity",
+        "key_similarity",
+        "chunk_similarity",
+        "hyde_similarity",
+        "rewrite_similarity",
+        "summary_similarity",
+    )
 )
 
 
 def _similarity(signals: dict[str, float]) -> float:
-    return min(1.0, max(0.0, *(signals.get(name, 0.0) for name in COSINES)))
+    best = 0.0
+    for name, value in signals.items():  # (a row's few signals, not every cosine name: a search adds ~200)
+        if name in COSINES and value > best:
+            best = value
+    return min(1.0, best)
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     id: RowId
     signals: dict[str, float] = field(default_factory=dict)  # each leg's raw output, written through Pool.add
@@ -55,8 +61,9 @@ class Pool(dict):
 
     def add(self, row_id: RowId, signals: dict[str, float], chunk: dict | None = None, meta: dict | None = None):
         candidate = self.get(row_id)
-        if candidate is None:
-            candidate = self[row_id] = Candidate(row_id)
+        if candidate is None:  # most adds: a row one leg found
+            self[row_id] = candidate = Candidate(row_id, dict(signals), chunk, meta)
+            return candidate
         if meta is not None:
             candidate.meta = meta
         for name, value in signals.items():

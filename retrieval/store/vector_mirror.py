@@ -546,9 +546,14 @@ class Vectors:
             value = _cdist(vector[None, :], self.values[:size], metric="dot")[0]
             key = _cdist(vector[None, :], self.keys[:size], metric="dot")[0] if key_axis else np.zeros_like(value)
         best = np.where(visible[rows], np.maximum(value, key), -np.inf)
-        chosen = _largest(best, take).tolist()
-        ordered = sorted(chosen, key=lambda i: (-float(best[i]), name_order(self.ids[rows[i]])))[:pool]
-        return [(self.ids[rows[i]], float(value[i]), float(key[i]), self.meta[rows[i]]) for i in ordered]
+        chosen = _largest(best, take)
+        at = rows[chosen].tolist()
+        ids = [self.ids[i] for i in at]
+        # Ordered as plain tuples compared in C, no Python key per row: (-score, memory_key, RowId) orders as
+        # (-score, name_order) does (a RowId is namespace, memory_key, agent, session_id, version).
+        ordered = sorted(zip((-best[chosen]).tolist(), [rid.memory_key for rid in ids], ids, range(len(at))))
+        value, key = value[chosen].tolist(), key[chosen].tolist()
+        return [(rid, value[i], key[i], self.meta[at[i]]) for _, _, rid, i in ordered[:pool]]
 
     def scored(self, ids: list[RowId], vector: np.ndarray, key_axis: bool) -> list[tuple[RowId, float, float, dict]]:
         """What `top` says of each of these rows that is live here (visible); the others are left out."""

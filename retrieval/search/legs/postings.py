@@ -63,5 +63,7 @@ def best(held: list[Postings], weigh: Callable, pool: int) -> list[tuple[RowId, 
     # they are ordered as plain tuples compared in C, no Python key per row: (-score, memory_key, RowId) orders as
     # name_order does (a RowId is namespace, memory_key, agent, session_id, version).
     ids = [held[owner].ids[at] for owner, at in zip(owners[kept].tolist(), positions[kept].tolist())]
-    ordered = heapq.nsmallest(pool, zip((-scores[kept]).tolist(), [rid.memory_key for rid in ids], ids))
+    ranked = zip((-scores[kept]).tolist(), [rid.memory_key for rid in ids], ids)
+    # A sort is C all through: twice as fast as the heap's Python loop until the ties are some times the pool.
+    ordered = sorted(ranked)[:pool] if len(ids) <= 4 * pool else heapq.nsmallest(pool, ranked)
     return [(rid, -negated) for negated, _, rid in ordered]

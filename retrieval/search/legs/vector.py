@@ -79,7 +79,8 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
     reads = {mirror.first_read(ctx.key_axis) for mirror in mirrors}
     ctx.vector_read = next(read for read in ("bits", "codes", "mirror") if read in reads)
     best = [hit for mirror in mirrors for hit in mirror.top(ctx.vector, ctx.key_axis, ctx.plan.pool_size)]
-    best.sort(key=lambda hit: (-max(hit[1], hit[2]), name_order(hit[0])))
+    if len(mirrors) > 1:  # (each mirror's are in this order already)
+        best.sort(key=lambda hit: (-max(hit[1], hit[2]), name_order(hit[0])))
     return [
         (row_id, {"value_similarity": value, "key_similarity": key}, None, meta)
         for row_id, value, key, meta in best[: ctx.plan.pool_size]
