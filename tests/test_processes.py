@@ -131,6 +131,9 @@ def test_a_row_read_before_its_memory_row_gets_its_words_once_that_comes(backend
     assert [sql for sql in statements if "memory_terms" in sql], "the row has no words here: ClickHouse answers"
     copy_of_seed(agent, "memories", "'gym' AS memory_key, 'the gym opens at six' AS value")
     agent.search("cafeteria soup", **fields)  # asks for the memory row again
+    # Its words are held once that answer is in (counted beside the search that asked).
+    org = agent_org(agent)
+    wait_until(lambda: vector_mirror.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
     with clickhouse.recorded() as statements:
         hits = agent.search("gym opens six", **fields).json["hits"]
     assert not [sql for sql in statements if "memory_terms" in sql], statements
@@ -148,6 +151,9 @@ def test_a_row_loaded_before_its_memory_row_gets_its_words_once_that_comes(backe
     copy_of_seed(agent, "memories", "'gym' AS memory_key, 'the gym opens at six' AS value")
     fields = {"search_mode": "hybrid", "min_similarity": 0}
     agent.search("cafeteria soup", **fields)  # asks for the memory row again
+    # Its words are held once that answer is in (counted beside the search that asked).
+    org = agent_org(agent)
+    wait_until(lambda: vector_mirror.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
     with clickhouse.recorded() as statements:
         hits = agent.search("gym opens six", **fields).json["hits"]
     assert not [sql for sql in statements if "memory_terms" in sql], statements
