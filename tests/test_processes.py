@@ -146,7 +146,9 @@ def test_a_row_loaded_before_its_memory_row_gets_its_words_once_that_comes(backe
     yet, and the first delta read after it finds the row, without its value."""
     monkeypatch.setattr(vector_mirror, "SHOWN_RETRY_S", 0)
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
+    wait_for_mirror(agent)  # (the write's gates began a load: in, so that it cannot read the copy below)
     copy_of_seed(agent, "memory_embeddings", "'gym' AS memory_key")
+    monkeypatch.setattr(vector_mirror, "_mirrors", {})  # a restart: this load reads the row, without its value
     wait_for_mirror(agent)
     copy_of_seed(agent, "memories", "'gym' AS memory_key, 'the gym opens at six' AS value")
     fields = {"search_mode": "hybrid", "min_similarity": 0}

@@ -224,6 +224,7 @@ def test_a_namespace_whose_key_vectors_would_not_fit_is_mirrored_without_them(ba
     org = agent_org(agent)
     mirror = vector_mirror.peek(org, agent.namespace, "fake-ngram-384")
     assert mirror is not None and mirror.keys is None
+    wait_until(lambda: vector_mirror.loading() == 0)  # (its words are counted after it is in)
     found = agent.search("office city", explain=True).json
     assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "clickhouse"
     assert vector_mirror.loading() == 0  # no second load begun

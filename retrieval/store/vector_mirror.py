@@ -121,9 +121,10 @@ class Vectors:
         # there are none, a word no row here holds is in no live row, and the entity check need not ask ClickHouse
         # (retrieval/search/mentions.py).
         self.unvectored: set[RowId] = set()
-        # Rows another process wrote that a delta read found before their memory row (a write stores `memories`
-        # last): nothing to show, no words counted, so the lexical legs read ClickHouse while any is left. Their
-        # memory rows are asked for again (`sync`, at most every SHOWN_RETRY_S), and the time it was last asked.
+        # Rows another process wrote that a load or a delta read found before their memory row (a write stores
+        # `memories` last): nothing to show, no words counted, so the lexical legs read ClickHouse while any is
+        # left. Their memory rows are asked for again (`sync`, at most every SHOWN_RETRY_S), and the time it was
+        # last asked.
         self.unshown: set[RowId] = set()
         self.shown_asked = -math.inf
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
@@ -162,8 +163,11 @@ class Vectors:
     ) -> None:
         """Rows of memory_embeddings; `shown` maps (key, agent, session, version) to what a hit shows of each;
         `unvectored`: live rows the same write or read found without a vector. Without `words` (a load), the new rows'
-        words are left for `count_words`."""
-        self.show(self.stage(rows, shown or {}, words), chunked, unvectored)
+        words are left for `count_words`. A row `shown` lacks is asked for again (`await_shown`)."""
+        staged = self.stage(rows, shown or {}, words)
+        self.show(staged, chunked, unvectored)
+        if not self.compact:  # (a compact mirror shows nothing)
+            self.await_shown(staged.ids)
 
     def stage(self, rows: list[dict], shown: dict, words: bool = True) -> "Staged":
         """Hold rows not shown yet: appended with their codes, cells and postings, but live for no read (as a retired
@@ -230,7 +234,9 @@ class Vectors:
                     continue
                 self.dated[at] = _ms(row["dated_at"])
                 self.meta[at] = _meta(row)
-                self.shown[at] = shown or self.shown[at]
+                if shown:
+                    self.shown[at] = shown
+                    self.unshown.discard(self.ids[at])
                 self.values[at], self.bits[at] = value[0], _signs(value[0])
                 if self.keyed:
                     self.keys[at] = row["key_vector"]
@@ -243,9 +249,15 @@ class Vectors:
             self.chunked = self.chunked or chunked
 
     def await_shown(self, ids: list[RowId]) -> None:
-        """These rows came without their memory rows: ask for them again (`take_shown`)."""
+        """Of these rows, those held without their memory row (a load or a delta read found another process's write
+        under way: it stores `memories` last) are asked for again (`take_shown`)."""
         with self.lock:
-            if fresh := [rid for rid in ids if rid in self.position and rid not in self.unshown]:
+            position, shown = self.position, self.shown
+            if fresh := [
+                rid
+                for rid in ids
+                if (at := position.get(rid)) is not None and shown[at] is None and rid not in self.unshown
+            ]:
                 self.unshown.update(fresh)
                 self.shown_asked = time.monotonic()  # (just asked: the first retry comes SHOWN_RETRY_S later)
 
@@ -1079,8 +1091,6 @@ def _read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
         # Chunks come only with a new version: whether the namespace has any is known once its new rows are asked.
         chunked = bool(fresh) and not mirror.chunked and _any_chunk(org, namespace, model, fresh)
         mirror.add(added, chunked, shown)
-        if not mirror.compact:  # (a compact mirror shows nothing)
-            mirror.await_shown([RowId(namespace, *identity) for identity in fresh if identity not in shown])
     _ask_shown(mirror, org, namespace)
     mirror.retire([row_id(row) for row in came if row["status"] != "active"])
     mirror.since = max(mirror.since, came[-1]["read_at"] - SYNC_LAG)
