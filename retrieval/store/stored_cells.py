@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from retrieval import caching
-from retrieval.store import clickhouse, cluster, vector_mirror
+from retrieval.store import clickhouse, cluster, pace, vector_mirror
 from retrieval.store.cells import Cells, sample_size
 from retrieval.store.eligibility import Eligibility
 
@@ -236,13 +236,7 @@ def _rescored(org: str, namespace: str, model: str, vectors: np.ndarray, candida
             SELECT memory_key, agent, session_id, version, value_vector FROM memory_embeddings
             WHERE {_LIVE.where()} AND memory_key IN {{keys:Array(String)}}
             """,
-            {
-                "org": org,
-                "namespaces": [namespace],
-                "model": model,
-                "statuses": _LIVE.statuses,
-                "keys": sorted({row[1] for row in candidates}),
-            },
+            _params(org, namespace, model, statuses=_LIVE.statuses, keys=sorted({row[1] for row in candidates})),
         )
     }
     best: dict[int, tuple[float, int, str]] = {}
@@ -290,9 +284,7 @@ def _ready_in(org: str, namespace: str, model: str, version: Version, now: datet
         """,
         {"org": org, "namespace": namespace, "model": model, "trained_at": version.trained_at},
     )
-    if not indexed:
-        return 0.0
-    return (now - version.trained_at).total_seconds() * max(0.0, version.rows / indexed - 1)
+    return pace.seconds_left((now - version.trained_at).total_seconds(), indexed, version.rows)
 
 
 def keep(org: str, namespace: str, model: str) -> None:
@@ -339,7 +331,7 @@ def train(org: str, namespace: str, model: str) -> Version | None:
     process's training (the earlier claim goes on) or the namespace has no live row."""
     rows = clickhouse.query_value(
         f"SELECT count() FROM memory_embeddings WHERE {_LIVE.where()}",
-        {"org": org, "namespaces": [namespace], "model": model, "statuses": _LIVE.statuses},
+        _params(org, namespace, model, statuses=_LIVE.statuses),
     )
     if not rows:  # (before any claim: a batch waiting for one would wait for nothing)
         return None
@@ -383,6 +375,11 @@ def _index(claim: "_Claim", version: Version, since: datetime = _EVER) -> None:
         claim.moved()
 
 
+def _params(org: str, namespace: str, model: str, **more) -> dict:
+    """The parameters of a statement over the namespace's rows of this model (`Eligibility.where`)."""
+    return {"org": org, "namespaces": [namespace], "model": model, **more}
+
+
 class _Claim:
     """A training's rows in vector_centroids: the claim first, then each state it reaches."""
 
@@ -392,7 +389,7 @@ class _Claim:
         self.record("training")
 
     def params(self, **more) -> dict:
-        return {"org": self.org, "namespaces": [self.namespace], "model": self.model, **more}
+        return _params(self.org, self.namespace, self.model, **more)
 
     def record(self, state: str, rows: int = 0, **centroids) -> None:
         """This state reached, and the process's lists of versions dropped (its writes and batches act on it)."""

@@ -52,7 +52,7 @@ from django.conf import settings
 
 from retrieval import cores, metrics
 from retrieval.language import text
-from retrieval.store import change_marker, clickhouse, native, reads
+from retrieval.store import change_marker, clickhouse, native, pace, reads
 from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
 
@@ -1141,10 +1141,11 @@ def awaited(org: str, namespace: str, model: str, timeout: float) -> Vectors | N
 
 def _ends_after(key: tuple[str, str, str, str], deadline: float) -> bool:
     """Whether the namespace's load, at its pace so far, reads its last row after `deadline`. Under _lock."""
-    if (progress := _progress.get(key)) is None or not progress[1]:
+    if (progress := _progress.get(key)) is None:
         return False
     began, read, total = progress
-    return began + (time.monotonic() - began) * total / read > deadline
+    now = time.monotonic()
+    return now + pace.seconds_left(now - began, read, total) > deadline
 
 
 def _begin_load(key: tuple[str, str, str, str]) -> None:
