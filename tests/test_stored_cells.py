@@ -188,6 +188,37 @@ def test_a_training_abandoned_by_its_process_gives_way_and_a_live_one_does_not(u
     ]
 
 
+def test_a_training_that_did_not_move_through_a_whole_wait_is_waited_for_again_only_once_it_moves(
+    unscanned, agent, settings
+):
+    """A claim whose process died looks alive for ABANDONED_S (10 min): one batch waits it out, not every batch."""
+    from retrieval import caching
+
+    org, namespace, model = unscanned
+    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 2
+    claim = {"org": org, "namespace": namespace, "embedding_model": model, "state": "training"}
+    claim["trained_at"] = datetime.now(UTC)
+
+    def moved():
+        """The other process's training moves (its heartbeat)."""
+        clickhouse.insert("vector_centroids", [{**claim, "updated_at": datetime.now(UTC)}])
+        caching.forget_all()
+
+    def write(key: str) -> tuple[str, float]:
+        began = time.monotonic()
+        [item] = stored(agent, {"memory_key": key, "value": f"{DARK} ({key})"})
+        return item["write_gates"], time.monotonic() - began
+
+    moved()
+    gates, took = write("a")
+    assert gates == "skipped" and took >= 2  # waited for it in vain
+    gates, took = write("b")
+    assert gates == "skipped" and took < 2  # it has not moved since
+    moved()
+    gates, took = write("c")
+    assert gates == "skipped" and took >= 2  # it moved: waited for again
+
+
 def test_another_orgs_cells_never_judge_a_write(unscanned, agent, bob, call):
     from tests.conftest import Agent
 

@@ -69,6 +69,10 @@ _trained = caching.TtlCache(RECHECK_S)
 # Keyed by the engine too, as the mirrors are: tests run every op on each.
 _centroids: dict[tuple, Cells] = {}  # (engine, org, namespace, model, trained_at): a version's centroids, read once
 _training: set[tuple] = set()  # the (engine, org, namespace, model) this process trains
+# Another process's training a batch here waited for through its whole wait, in vain and without seeing it move, by
+# the time it last moved: later batches wait for it again once it moves (a claim whose process died looks alive for
+# ABANDONED_S; each batch of its namespace waited LOOM_WRITE_GATES_LOAD_WAIT_S for it).
+_stalled: dict[tuple, datetime] = {}
 _lock = threading.Lock()
 
 
@@ -255,7 +259,8 @@ def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
     training under way, here or in another process: the batch that found none (and began it), and those after it,
     are judged once it is, where they were stored unjudged before. False at once when no training is alive, or when
     its pace so far says it will be ready after the deadline (a million rows train for ~45 s here, 5,000 in well
-    under a second)."""
+    under a second), or when a batch here waited through its whole wait for it and it has not moved since."""
+    key, first = (clickhouse.target(), org, namespace, model), None
     while True:
         listed = _listed(org, namespace, model)
         if any("ready" in version.states for version in listed):
@@ -265,9 +270,15 @@ def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
         now, left = datetime.now(UTC), deadline - time.monotonic()
         alive = [version for version in listed if version.alive(now)]
         with _lock:  # (a training this process began a moment ago may not have claimed yet)
-            here = (clickhouse.target(), org, namespace, model) in _training
-        if left <= 0 or not (alive or here) or (alive and _ready_in(org, namespace, model, alive[0], now) > left):
+            here = key in _training
+            moved = alive[0].moved if alive and not here else None  # (another process's)
+            if left <= 0 and moved is not None and moved == first:
+                _stalled[key] = moved
+            if left <= 0 or not (alive or here) or (moved is not None and _stalled.get(key) == moved):
+                return False
+        if alive and _ready_in(org, namespace, model, alive[0], now) > left:
             return False
+        first = first or moved
         time.sleep(min(POLL_S, left))
 
 
@@ -473,5 +484,7 @@ def _retire_before(claim: _Claim) -> None:
 
 
 def forget() -> None:
-    """Drop the centroids this process holds (the version lists are a TtlCache: caching.forget_all)."""
+    """Drop the centroids this process holds (the version lists are a TtlCache: caching.forget_all), and the
+    trainings it found stalled."""
     _centroids.clear()
+    _stalled.clear()
