@@ -1,6 +1,5 @@
 """Request serializers, one per op: strict, every unknown field refused by name."""
 
-import copy
 import re
 
 from django.conf import settings
@@ -46,8 +45,10 @@ class Strict(serializers.Serializer):
 
     def get_fields(self):
         """Each declared field copied, not rebuilt: a field's per-request state is what `bind` sets on it, and
-        DRF's deep copy re-runs every field's constructor (0.4 of a search request's 0.9 ms of validation)."""
-        return {name: copy.copy(field) for name, field in self._declared_fields.items()}
+        DRF's deep copy re-runs every field's constructor (0.4 of a search request's 0.9 ms of validation). Its
+        attributes copied as a dict: `copy.copy`'s generic path took 85 us of a search request's 43 fields, this
+        24."""
+        return {name: _copied(field) for name, field in self._declared_fields.items()}
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -59,6 +60,13 @@ class Strict(serializers.Serializer):
                 {unknown[0]: [ErrorDetail(f"unknown field (allowed: {allowed})", code="unknown_field")]}
             )
         return super().to_internal_value(data)
+
+
+def _copied(field: serializers.Field) -> serializers.Field:
+    """A shallow copy of a field (what `copy.copy` makes of one)."""
+    twin = object.__new__(type(field))
+    twin.__dict__.update(field.__dict__)
+    return twin
 
 
 class OpInput(Strict):
