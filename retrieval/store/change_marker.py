@@ -20,6 +20,11 @@ A host stamp is a random number, not a counter: two writers racing leave one of 
 what any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now
 and then; a shared slot only costs a read.
 
+With `engine`, the searches of one process that queue behind a count read take the next read's answer: a read that
+began after a search began saw every write acknowledged before it (`_Counts`). A read is a round trip (2.5 ms here,
+0.6 ms of it the worker's CPU, against 1.6 ms for `SELECT 1`); 8 clients on two workers: the busier worker read
+counts for 408 of 1,000 searches, and 141-178 -> 157-198 searches/s (five runs each way, alternated).
+
 With `host`, a process's own memory write needs no read either: its vector mirror applied the write as the write
 path stored it, and the write stored no side-table row. A writer swaps the slot's stamp under the file's lock, so it
 knows the stamp it replaced; where that is the stamp a copy last asked at, no other writer came between, and the copy
@@ -29,13 +34,15 @@ that no other writer came between, so with `engine` the next search after a writ
 
 import fcntl
 import logging
+import math
 import mmap
 import os
 import secrets
 import struct
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from hashlib import blake2b
 
 from django.conf import settings
@@ -106,20 +113,60 @@ def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
         return {namespace: Stamp(stamp, stamp, at) for namespace, stamp in stamps.items()}
     if marker is None or not namespaces:
         return {}
+    named = tuple(sorted(set(namespaces)))
     try:
-        counted = clickhouse.query_rows(
-            """
-            SELECT namespace, sum(vector_rows), sum(side_rows) FROM namespace_writes
-            WHERE org = {org:String} AND namespace IN {namespaces:Array(String)}
-            GROUP BY namespace
-            """,
-            {"org": org, "namespaces": sorted(set(namespaces))},
-        )
+        counts, read_at = _counts(org, named).since(at, lambda: _count(org, named))
     except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
         log.warning("write counts of %s unread, every copy asks: %s", org, exc)
         return {}
-    counts = {namespace: (vectors, side) for namespace, vectors, side in counted}
-    return {namespace: Stamp(*counts.get(namespace, (0, 0)), at) for namespace in namespaces}
+    return {namespace: Stamp(*counts.get(namespace, (0, 0)), read_at) for namespace in namespaces}
+
+
+def _count(org: str, namespaces: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """The engine's counts of the rows these namespaces' vector tables and side tables have taken."""
+    counted = clickhouse.query_rows(
+        """
+        SELECT namespace, sum(vector_rows), sum(side_rows) FROM namespace_writes
+        WHERE org = {org:String} AND namespace IN {namespaces:Array(String)}
+        GROUP BY namespace
+        """,
+        {"org": org, "namespaces": list(namespaces)},
+    )
+    return {namespace: (vectors, side) for namespace, vectors, side in counted}
+
+
+@dataclass
+class _Counts:
+    """One org's namespaces' write counts, read one statement at a time and shared by the searches queued behind
+    it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    began: float = -math.inf  # time.monotonic() when the last read began
+    counts: dict = field(default_factory=dict)
+
+    def since(self, asked: float, count: Callable[[], dict]) -> tuple[dict, float]:
+        """Counts read by a statement that began at or after `asked` (so every write acknowledged before then is
+        in them), and when it began: the last read's, else a new one's."""
+        with self.lock:
+            if self.began < asked:
+                began = time.monotonic()
+                self.counts, self.began = count(), began  # (a failed read leaves the last one's, too old to serve)
+            return self.counts, self.began
+
+
+_shared_counts: dict[tuple, _Counts] = {}
+_sharing = threading.Lock()
+MAX_SHARED = 4096  # sets of namespaces whose counts are shared; past it the table starts again (it only saves reads)
+
+
+def _counts(org: str, namespaces: tuple[str, ...]) -> _Counts:
+    key = (clickhouse.target(), org, namespaces)
+    with _sharing:
+        if (shared := _shared_counts.get(key)) is None:
+            if len(_shared_counts) >= MAX_SHARED:
+                _shared_counts.clear()
+            shared = _shared_counts[key] = _Counts()
+        return shared
 
 
 def unchanged(asked: Stamp | None, current: Stamp | None, of: str) -> bool:
