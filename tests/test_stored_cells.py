@@ -219,6 +219,23 @@ def test_a_training_that_did_not_move_through_a_whole_wait_is_waited_for_again_o
     assert gates == "skipped" and took >= 2  # it moved: waited for again
 
 
+def test_a_training_watched_for_less_than_half_a_wait_is_not_taken_for_stalled(unscanned, settings):
+    """A batch whose wait for a loading mirror took most of its deadline watched the training a moment: too short to
+    say it stalled."""
+    from retrieval import caching
+
+    org, namespace, model = unscanned
+    settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 2
+    now = datetime.now(UTC)
+    claim = {"org": org, "namespace": namespace, "embedding_model": model, "state": "training"}
+    clickhouse.insert("vector_centroids", [{**claim, "trained_at": now, "updated_at": now}])
+    caching.forget_all()
+    assert not stored_cells.awaited(org, namespace, model, time.monotonic() + 0.3)
+    began = time.monotonic()
+    assert not stored_cells.awaited(org, namespace, model, began + 1)
+    assert time.monotonic() - began >= 1  # waited for it again
+
+
 def test_another_orgs_cells_never_judge_a_write(unscanned, agent, bob, call):
     from tests.conftest import Agent
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 import numpy as np
+from django.conf import settings
 
 from retrieval import caching
 from retrieval.store import clickhouse, cluster, pace, vector_mirror
@@ -69,9 +70,9 @@ _trained = caching.TtlCache(RECHECK_S)
 # Keyed by the engine too, as the mirrors are: tests run every op on each.
 _centroids: dict[tuple, Cells] = {}  # (engine, org, namespace, model, trained_at): a version's centroids, read once
 _training: set[tuple] = set()  # the (engine, org, namespace, model) this process trains
-# Another process's training a batch here waited for through its whole wait, in vain and without seeing it move, by
-# the time it last moved: later batches wait for it again once it moves (a claim whose process died looks alive for
-# ABANDONED_S; each batch of its namespace waited LOOM_WRITE_GATES_LOAD_WAIT_S for it).
+# Another process's training a batch here waited for in vain, without seeing it move for half a batch's wait
+# (LOOM_WRITE_GATES_LOAD_WAIT_S) or more, by the time it last moved: later batches wait for it again once it moves (a
+# claim whose process died looks alive for ABANDONED_S, and each batch of its namespace waited the whole wait for it).
 _stalled: dict[tuple, datetime] = {}
 _lock = threading.Lock()
 
@@ -259,8 +260,8 @@ def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
     training under way, here or in another process: the batch that found none (and began it), and those after it,
     are judged once it is, where they were stored unjudged before. False at once when no training is alive, or when
     its pace so far says it will be ready after the deadline (a million rows train for ~45 s here, 5,000 in well
-    under a second), or when a batch here waited through its whole wait for it and it has not moved since."""
-    key, first = (clickhouse.target(), org, namespace, model), None
+    under a second), or when a batch here waited for it in vain and it has not moved since (`_stalled`)."""
+    key, first, seen = (clickhouse.target(), org, namespace, model), None, time.monotonic()
     while True:
         listed = _listed(org, namespace, model)
         if any("ready" in version.states for version in listed):
@@ -272,13 +273,16 @@ def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
         with _lock:  # (a training this process began a moment ago may not have claimed yet)
             here = key in _training
             moved = alive[0].moved if alive and not here else None  # (another process's)
-            if left <= 0 and moved is not None and moved == first:
+            # Watched without moving for half a batch's wait or more (a loading mirror's may have taken the rest).
+            unmoved = moved == first and time.monotonic() - seen >= settings.LOOM_WRITE_GATES_LOAD_WAIT_S / 2
+            if left <= 0 and moved is not None and unmoved:
                 _stalled[key] = moved
             if left <= 0 or not (alive or here) or (moved is not None and _stalled.get(key) == moved):
                 return False
         if alive and _ready_in(org, namespace, model, alive[0], now) > left:
             return False
-        first = first or moved
+        if first is None and moved is not None:
+            first, seen = moved, time.monotonic()
         time.sleep(min(POLL_S, left))
 
 
