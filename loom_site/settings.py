@@ -514,7 +514,7 @@ LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     "LOOM_WRITE_GATES_LOAD_WAIT_S",
     10.0,
     minimum=0,
-    doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet waits up to this many seconds, all told, for its vector mirror loading, else for the stored cells' training under way (the batch's own, or another process's; not at all once the pace of either says it will be later: a million rows load in ~56 s and train in ~45 s here, a few thousand in well under a second; nor, once a batch here waited this long for another process's training that did not move meanwhile, until it moves: a dead process's claim gives way only after 10 min), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
+    doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet waits up to this many seconds, all told, for its vector mirror loading, else for the stored cells' training under way (the batch's own, or another process's; not at all once the pace of either says it will be later: a million rows load in ~56 s and train in ~45 s here, a few thousand in well under a second; nor, once a batch here waited in vain for another process's training that did not move for half this long or more, until it moves: a dead process's claim gives way only after 10 min), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
 )
 # From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
 # value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
