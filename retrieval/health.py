@@ -3,9 +3,10 @@
 from django.conf import settings
 
 from retrieval.gates import thresholds
-from retrieval.providers import remote
+from retrieval.providers import costs, remote
 from retrieval.providers.embedders import get_embedder, width_mismatch
 from retrieval.providers.llm import get_llm
+from retrieval.search.rerank import COHERE_MODEL
 from retrieval.store import clickhouse
 
 # What each problem means to someone reading results (the Recall Lab's banner).
@@ -29,11 +30,32 @@ def problems() -> list[str]:
     llm = get_llm()
     if llm.provider == "fake":
         found.append("llm_key_missing" if llm.inner.key_missing_for else "fake_llm")
+    found += [f"model_unpriced:{model}" for model in costs.unpriced(_billed_models())]
     return found + [f"provider_failing:{name}" for name in remote.failing()]
 
 
+def _billed_models() -> list[str]:
+    """The models this deployment's calls can reach, as configured (an operator's rerank endpoint is its own)."""
+    models = [get_embedder().model_name]
+    if get_llm().provider != "fake":
+        models += [
+            settings.LOOM_LLM_MODEL or get_llm().model,
+            settings.LOOM_LLM_FALLBACK_MODEL,
+            settings.LOOM_MEMORY_ASK_SYNTH_MODEL,
+            settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP,
+            settings.LOOM_MEMORY_ASK_MID_MODEL,
+        ]
+    if settings.OPENAI_API_KEY:
+        models.append(settings.LOOM_RERANK_OPENAI_MODEL)
+    if settings.COHERE_API_KEY:
+        models.append(COHERE_MODEL)
+    return models
+
+
 def meaning(problem: str) -> str:
-    name = problem.removeprefix("provider_failing:")
+    kind, _, name = problem.partition(":")
+    if kind == "model_unpriced":
+        return f"calls to {name} bill $0 in the cost figures: no verified price is listed (docs/operating.md, Cost)"
     return MEANING.get(problem) or f"the {name} provider is failing: results are degraded until it answers"
 
 
@@ -48,7 +70,7 @@ def report() -> dict:
         adaptive = thresholds.health()
     if not engine["ok"]:
         status = "unavailable"
-    elif problems_found and settings.LOOM_REQUIRE_REAL_PROVIDERS:
+    elif settings.LOOM_REQUIRE_REAL_PROVIDERS and any(not p.startswith("model_unpriced:") for p in problems_found):
         status = "degraded"
     else:
         status = "ok"

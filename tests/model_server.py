@@ -1,5 +1,6 @@
 """A model provider on 127.0.0.1 for the tests: speaks OpenAI's embeddings and chat, Anthropic's messages,
-Gemini's embeddings and Cohere's rerank APIs, and records every request.
+Gemini's embeddings and Cohere's rerank APIs, and records every request. A chat answer names the dated snapshot of
+the model asked for, as the real APIs do.
 
 Answers are scripted per test (`server.script(...)`: a status, a delay, a
 malformed vector); unscripted requests get real vectors of the asked width
@@ -7,6 +8,7 @@ from the fake embedder, so searches over them behave like searches.
 """
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +16,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from retrieval.providers.embedders import FakeEmbedder
+
+# The dated snapshot a real API reports for the model asked for (ask gpt-4o, read gpt-4o-2024-08-06); a name that is
+# already a snapshot is reported as it is.
+SNAPSHOT_DATE = {"openai": "-2024-08-06", "anthropic": "-20251001"}
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def snapshot(model: str, provider: str) -> str:
+    return model if _DATED.search(model) else model + SNAPSHOT_DATE[provider]
 
 
 @dataclass
@@ -147,7 +158,7 @@ def chat_answer(body: dict, content: str | None = None, answer: Answer | None = 
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
-        "model": body["model"],
+        "model": snapshot(body["model"], "openai"),
         "choices": [
             {"index": 0, "finish_reason": answer.finish_reason, "message": {"role": "assistant", "content": text}}
         ],
@@ -168,7 +179,7 @@ def messages_answer(body: dict, content: str | None = None) -> dict:
         "id": "msg_test",
         "type": "message",
         "role": "assistant",
-        "model": body["model"],
+        "model": snapshot(body["model"], "anthropic"),
         "content": [{"type": "text", "text": text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,

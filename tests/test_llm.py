@@ -23,7 +23,7 @@ def test_a_completion_comes_back_with_its_usage(backend, openai_llm, model_serve
     result = ask(openai_llm, org)
     assert (result.text, result.model, result.provider) == (
         "gpt-test says: what is the deploy window?",
-        "gpt-test",
+        "gpt-test-2024-08-06",  # the dated snapshot the provider reports, as the real APIs do
         "openai",
     )
     assert result.input_tokens == 5 and result.output_tokens > 0 and not result.from_cache
@@ -43,9 +43,12 @@ def test_the_fallback_model_answers_an_outage_and_is_not_cached(backend, openai_
     openai_llm.cache_clear()
     model_server.script(*[Answer(503)] * 4)
     result = ask(openai_llm, org)
-    assert (result.model, result.text) == ("gpt-fallback", "gpt-fallback says: what is the deploy window?")
+    assert (result.model, result.text) == ("gpt-fallback-2024-08-06", "gpt-fallback says: what is the deploy window?")
+    assert result.fallback
     assert [seen.body["model"] for seen in model_server.chat_requests()] == ["gpt-test"] * 4 + ["gpt-fallback"]
-    assert ask(openai_llm, org).model == "gpt-test"  # the fallback's answer was not cached: the primary is asked again
+    again = ask(openai_llm, org)  # the fallback's answer was not cached: the primary is asked again
+    assert (again.model, again.from_cache, len(model_server.chat_requests())) == ("gpt-test-2024-08-06", False, 6)
+    assert ask(openai_llm, org).from_cache  # and the primary's answer was
 
 
 def test_a_401_is_neither_retried_nor_handed_to_the_fallback(backend, openai_llm, model_server, org, settings):

@@ -19,7 +19,7 @@ def test_a_completion_comes_back_with_its_usage_and_a_cacheable_system_block(bac
     assert (result.text, result.provider, result.model) == (
         "claude-test says: what is the deploy window?",
         "anthropic",
-        "claude-test",
+        "claude-test-20251001",  # the dated snapshot the provider reports, as the real API does
     )
     # The whole prompt: Anthropic counts the 2 tokens of system block it wrote to its cache apart from the 5 others.
     assert result.input_tokens == 7 and result.output_tokens > 0

@@ -33,7 +33,7 @@ def test_an_answer_cites_the_memories_it_used(backend, openai_llm, model_server,
     reply = ask(ranker, top_k=1)
     assert reply.status == 200, reply.json
     body = reply.json
-    assert body["source"] == "synthesized" and body["abstain"] is False and body["model"] == "gpt-test"
+    assert body["source"] == "synthesized" and body["abstain"] is False and body["model"] == "gpt-test-2024-08-06"
     assert [hit["memory_key"] for hit in body["hits"]] == ["deploy-policy"]
     assert body["memory_keys"] == ["deploy-policy"] and body["cited_sessions"] == ["s-7"]  # [7] names no memory
     assert body["answer"] == "No: production deploys are frozen on Fridays after noon [deploy-policy]. See also."
@@ -80,7 +80,7 @@ def test_an_ask_is_costed_as_its_own_op(backend, openai_llm, model_server, ranke
 def test_answers_come_from_the_synthesis_model_when_one_is_named(backend, openai_llm, model_server, ranker, settings):
     settings.LOOM_MEMORY_ASK_SYNTH_MODEL = "gpt-synth"
     ranker.set(DEPLOY)
-    assert ask(ranker, knowledge=False).json["model"] == "gpt-synth"
+    assert ask(ranker, knowledge=False).json["model"] == "gpt-synth-2024-08-06"  # the snapshot that answered
     assert model_server.chat_requests()[0].body["model"] == "gpt-synth"
 
 
@@ -97,12 +97,12 @@ def test_an_easy_ask_goes_to_the_cheap_tier_and_one_reasoning_over_rows_to_the_s
     )
     easy = ask(ranker, top_k=1, knowledge=False).json
     assert easy["retrieval_risk"] == "low"
-    assert (easy["model_tier"], easy["model"]) == ("cheap", "gpt-cheap")
+    assert (easy["model_tier"], easy["model"]) == ("cheap", "gpt-cheap-2024-08-06")
     counting = ask(ranker, "How many times did we deploy to production?", knowledge=False).json
-    assert (counting["model_tier"], counting["model"]) == ("synth", "gpt-synth")
+    assert (counting["model_tier"], counting["model"]) == ("synth", "gpt-synth-2024-08-06")
     assert [seen.body["model"] for seen in model_server.chat_requests()] == ["gpt-cheap", "gpt-synth"]
     settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP = settings.LOOM_MEMORY_ASK_MID_MODEL = ""  # unset: the next tier up
-    assert ask(ranker, top_k=1, knowledge=False, llm_cache=False).json["model"] == "gpt-synth"
+    assert ask(ranker, top_k=1, knowledge=False, llm_cache=False).json["model"] == "gpt-synth-2024-08-06"
 
 
 def test_an_abstained_search_is_the_answer_and_makes_no_llm_call(backend, openai_llm, model_server, agent):

@@ -7,6 +7,7 @@ claude* -> anthropic, fake* -> fake); else from the key present; else the fake
 """
 
 import contextvars
+import dataclasses
 import hashlib
 import json
 import logging
@@ -36,13 +37,14 @@ FALLBACK_STATUSES = frozenset({400, 413, 422})  # a rejected request may suit th
 class LLMResult:
     text: str
     provider: str
-    model: str
+    model: str  # as the provider reports it: a dated snapshot of the model asked for (gpt-4o-2024-08-06)
     input_tokens: int = 0  # all of the prompt, the two below included (providers count it differently)
     output_tokens: int = 0
     cached_input_tokens: int = 0  # of it, what the provider served from its prompt cache
     cache_write_tokens: int = 0  # of it, what it wrote to that cache (Anthropic's cacheable system block)
     from_cache: bool = False  # our response cache answered: no provider call
     saved_usd: float = 0.0  # what that call would have cost (estimated from the prompt's and answer's length)
+    fallback: bool = False  # LOOM_LLM_FALLBACK_MODEL answered, not the model asked for
 
 
 class TimedOut(Exception):
@@ -234,7 +236,8 @@ class FallbackLLM:
             if exc.status is not None and exc.status not in RETRY_STATUSES | FALLBACK_STATUSES:
                 raise
             log.warning("%s failed (%s); %s answers instead", self.primary.model, exc, self.fallback.model)
-            return self.fallback.complete(system, user, max_tokens, response_format)
+            answer = self.fallback.complete(system, user, max_tokens, response_format)
+            return dataclasses.replace(answer, fallback=True)
 
 
 class Served:
@@ -253,7 +256,10 @@ class Served:
         window_keys: tuple[str, ...] = (),
         cache: bool = True,
     ) -> LLMResult:
-        """`cache=False` neither reads nor writes the response cache (memory.ask's llm_cache)."""
+        """`cache=False` neither reads nor writes the response cache (memory.ask's llm_cache).
+
+        The cache is keyed by the model asked for: a provider reports a dated snapshot of it, which changes under
+        the same name. A fallback model's answer is never cached."""
         org = customer.require()
         digest = hashlib.sha256(
             json.dumps([org, self.model, system, user, max_tokens, response_format], sort_keys=True).encode()
@@ -268,7 +274,7 @@ class Served:
             return LLMResult(cached, self.provider, self.model, from_cache=True, saved_usd=saved)
         result = self.inner.complete(system, user, max_tokens, response_format)
         costs.add_llm(result)
-        if cache and result.text and result.model == self.model:  # a fallback's answer is never cached
+        if cache and result.text and not result.fallback:
             _cache_put(digest, org, self.model, result.text, window_keys)
         return result
 

@@ -28,7 +28,7 @@ from functools import cache
 from django.conf import settings
 
 from retrieval.gates.thresholds import Gates
-from retrieval.providers import customer, llm, remote
+from retrieval.providers import costs, customer, llm, remote
 from retrieval.search.legs import Context
 from retrieval.search.pool import Candidate
 from retrieval.search.result import hydrate
@@ -123,15 +123,18 @@ def _order(name: str, query: str, documents: list[str]) -> list[int]:
         if not settings.COHERE_API_KEY:
             raise Unavailable("key_missing")
         url = f"{settings.LOOM_COHERE_BASE_URL.rstrip('/')}/v2/rerank"
-        return _endpoint_order(url, model or COHERE_MODEL, settings.COHERE_API_KEY, query, documents)
+        model = model or COHERE_MODEL
+        return _endpoint_order(url, model, model, settings.COHERE_API_KEY, query, documents)
     endpoint = endpoints().get(name)
     if endpoint is None:  # a namespace's endpoint the operator has since removed
         raise Unavailable("unavailable")
     key = os.environ.get(endpoint.get("api_key_env", ""), "") if endpoint.get("api_key_env") else ""
-    return _endpoint_order(endpoint["url"], endpoint.get("model", ""), key, query, documents)
+    # Metered as the operator's own (costs._FREE): its price is its hardware's, not a provider's list.
+    return _endpoint_order(endpoint["url"], endpoint.get("model", ""), f"endpoint:{name}", key, query, documents)
 
 
-def _endpoint_order(url: str, model: str, key: str, query: str, documents: list[str]) -> list[int]:
+def _endpoint_order(url: str, model: str, billed_as: str, key: str, query: str, documents: list[str]) -> list[int]:
+    """`billed_as`: the name the op's meter prices the call by."""
     import httpx2
 
     body = {"query": query, "documents": documents, "top_n": len(documents), **({"model": model} if model else {})}
@@ -153,12 +156,22 @@ def _endpoint_order(url: str, model: str, key: str, query: str, documents: list[
         if answer.status_code != 200:
             raise remote.ProviderError("rerank", f"HTTP {answer.status_code}", answer.status_code)
         try:
-            results = sorted(answer.json()["results"], key=lambda r: -float(r["relevance_score"]))
+            found = answer.json()
+            costs.add_rerank(billed_as, _search_units(found))  # a 200 is billed, whatever it holds
+            results = sorted(found["results"], key=lambda r: -float(r["relevance_score"]))
             return [int(r["index"]) for r in results]
         except (ValueError, KeyError, TypeError) as exc:
             raise remote.ProviderError("rerank", f"malformed answer: {exc}", 200) from exc
 
     return remote.with_retries("rerank", send, settings.LOOM_RERANK_RETRY_ATTEMPTS, 1.0)
+
+
+def _search_units(answer: dict) -> int:
+    """What the answer says it billed (Cohere's meta.billed_units.search_units); one where it says nothing."""
+    units = answer
+    for name in ("meta", "billed_units", "search_units"):
+        units = units.get(name) if isinstance(units, dict) else None
+    return int(units) if isinstance(units, int | float) and units >= 0 else 1
 
 
 def _llm_order(model: str, query: str, documents: list[str]) -> list[int]:
