@@ -355,3 +355,34 @@ def test_another_orgs_token_cannot_ask_this_org(backend, alice, bob, call):
 
 def ranker_org(agent: Agent) -> str:
     return agent.call("org.get_model_calls", {}, agent.token).json["org"]
+
+
+def cached_answers_quoting(ranker, key: str) -> int:
+    return clickhouse.query_value(
+        "SELECT count() FROM llm_response_cache WHERE org = {org:String} AND has(window_keys, {key:String})",
+        {"org": ranker_org(ranker), "key": key},
+    )
+
+
+def test_a_deleted_memory_cannot_come_back_through_a_cached_answer(backend, openai_llm, model_server, ranker):
+    from retrieval.providers import customer
+
+    ranker.set(DEPLOY, OFFSITE)
+    assert ask(ranker, top_k=1).json["llm_cache_hit"] is False
+    assert ask(ranker, top_k=1).json["llm_cache_hit"] is True
+    assert ask(ranker, "Where is the offsite?", top_k=1).json["memory_keys"] == ["offsite"]
+    quoted = model_server.chat_requests()[0].body  # the prompt that carried the deploy policy
+    assert cached_answers_quoting(ranker, "deploy-policy") == 1
+
+    deleted = ranker.call("memory.delete", {"namespace": ranker.namespace, "memory_key": "deploy-policy"}, ranker.token)
+    assert deleted.status == 200, deleted.json
+    assert cached_answers_quoting(ranker, "deploy-policy") == 0
+    # That very prompt reaches the model again: no cached answer quoting the deleted memory is left to serve it.
+    with customer.for_org(ranker_org(ranker)):
+        again = openai_llm().complete(
+            quoted["messages"][0]["content"],
+            quoted["messages"][1]["content"],
+            max_tokens=quoted["max_completion_tokens"],
+        )
+    assert not again.from_cache and len(model_server.chat_requests()) == 3
+    assert ask(ranker, "Where is the offsite?", top_k=1).json["llm_cache_hit"] is True  # what quoted others stays

@@ -21,7 +21,7 @@ from retrieval import knobs
 from retrieval.errors import Refusal
 from retrieval.ingest import sensitivity, write_gates
 from retrieval.language import chunking, sentences, text
-from retrieval.providers import customer
+from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
@@ -586,7 +586,8 @@ def retire_side(table: str, scope: Scope, key: str) -> int:
 
 
 def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> int:
-    """Tombstone a key's rows (all writers and sessions unless narrowed); returns the rows deleted."""
+    """Tombstone a key's rows (all writers and sessions unless narrowed), and drop the cached LLM answers that
+    quoted it; returns the rows deleted."""
     with _IdentityLocks(scope, [memory_key]):
         rows = clickhouse.query(
             """
@@ -606,4 +607,5 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
         retire_side_rows(scope, rows, DELETED, revision)
         clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
         vector_mirror.retired(scope.org, scope.namespace, rows)
+        llm.forget_answers(scope.org, [memory_key])
     return sum(1 for row in rows if row["status"] == ACTIVE)

@@ -25,7 +25,7 @@ from django.core.exceptions import ImproperlyConfigured
 from retrieval import metrics
 from retrieval.providers import costs, customer, openai_client, remote
 from retrieval.providers.traits import Traits
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, cluster
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,19 @@ def _cache_put(digest: str, org: str, model: str, text: str, window_keys) -> Non
         )
     except Exception as exc:  # the answer is in hand
         log.warning("llm response cache write failed: %s", exc)
+
+
+def forget_answers(org: str, memory_keys: list[str]) -> int:
+    """Delete the org's cached answers whose prompt carried any of these memories (their `window_keys`), so a
+    deleted memory cannot come back through an answer that quoted it; how many there were. The cache rows name
+    keys, not namespaces: a key deleted in one namespace drops the org's answers quoting that key in any (a miss,
+    never a leak). Waited for (`mutations_sync`): the next read must not find them."""
+    params = {"org": org, "keys": sorted(set(memory_keys))}
+    where = "org = {org:String} AND hasAny(window_keys, {keys:Array(String)})"
+    found = clickhouse.query_value(f"SELECT count() FROM llm_response_cache WHERE {where}", params)
+    if found:
+        cluster.run(f"ALTER TABLE llm_response_cache DELETE WHERE {where} SETTINGS mutations_sync = 1", params)
+    return found
 
 
 def provider_for(model: str) -> str:
