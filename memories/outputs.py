@@ -222,7 +222,8 @@ class AuditEntryOut(serializers.Serializer):
     at = serializers.DateTimeField()
     actor = serializers.CharField(help_text="token:<prefix>, human:<user> (the Lab) or cli:<os user>.")
     action = serializers.CharField(
-        help_text="org.set_model_calls, namespace.register, calibration.run, recalibrate, token.issue, token.revoke."
+        help_text="org.set_model_calls, namespace.register, calibration.run, recalibrate, token.issue, token.revoke, "
+        "memory.read_sensitive (a high-sensitivity row or a chunk: key read by key)."
     )
     target = serializers.CharField(help_text="The namespace or token it was on; empty for the org itself.")
     detail = serializers.DictField(help_text="What was set.")

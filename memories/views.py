@@ -267,6 +267,7 @@ class MemoryGet(OpView):
         payload = {**rows[0], "row_count": len(rows)}
         if data["history"]:
             payload["history"] = reads.history(scope, data["memory_key"])
+        audit.sensitive_reads(scope.org, scope.namespace, scope.subject, self.op, rows + payload.get("history", []))
         return self.answer(payload)
 
 
@@ -282,6 +283,7 @@ class MemoryBulkGet(OpView):
     def run(self, scope, data):
         keys = list(dict.fromkeys(data["memory_keys"]))
         found = reads.bulk_get(scope, keys)
+        audit.sensitive_reads(scope.org, scope.namespace, scope.subject, self.op, list(found.values()))
         return self.answer(
             {"memories": [found[key] for key in keys if key in found], "missing": [k for k in keys if k not in found]}
         )

@@ -49,3 +49,51 @@ def test_bulk_get_names_a_bad_key(backend, alice, call):
     reply = call("memory.bulk_get", {"memory_keys": ["fine", "bad\x07key"]}, alice.token("viewer"))
     assert reply.status == 422
     assert reply.error == "INVALID_KEY" and reply.json["error"]["field"] == "memory_keys[1]"
+
+
+SECRET = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"  # a Stripe live key: stored high, never embedded
+
+
+def sensitive_reads(alice, call) -> list[dict]:
+    entries = call("audit.list", {"limit": 100}, alice.token("admin")).json["entries"]
+    return [entry for entry in entries if entry["action"] == "memory.read_sensitive"]
+
+
+def test_reading_a_high_row_or_a_chunk_key_by_key_is_audited(backend, alice, call):
+    writer = alice.token("writer")
+    stored = call(
+        "memory.set",
+        {
+            "items": [
+                {"memory_key": "ops.aws", "value": f"the deploy box has {SECRET}"},
+                {"memory_key": "chunk:handbook:3", "value": "page three of the handbook"},
+                {"memory_key": "plain", "value": "backups run nightly"},
+            ]
+        },
+        writer,
+    )
+    assert [item["sensitivity"] for item in stored.json["items"]][0] == "high"
+    reader = alice.token("viewer")
+    assert call("memory.get", {"memory_key": "plain"}, reader).status == 200
+    assert sensitive_reads(alice, call) == []  # an ordinary read leaves no entry
+
+    assert call("memory.get", {"memory_key": "ops.aws"}, reader).status == 200
+    bulk = call("memory.bulk_get", {"memory_keys": ["plain", "chunk:handbook:3", "ops.aws"]}, reader)
+    assert bulk.status == 200
+    entries = sensitive_reads(alice, call)
+    assert sorted((e["detail"]["op"], e["detail"]["memory_key"], tuple(e["detail"]["reason"])) for e in entries) == [
+        ("memory.bulk_get", "chunk:handbook:3", ("chunk",)),
+        ("memory.bulk_get", "ops.aws", ("high",)),
+        ("memory.get", "ops.aws", ("high",)),
+    ]
+    assert {(e["target"], e["actor"].split(":")[0]) for e in entries} == {("default", "token")}
+
+
+def test_bulk_get_answers_each_row_without_the_gates_verdict(backend, alice, call):
+    token = alice.token("writer")
+    call("memory.set", {"memory_key": "a", "value": "the offsite is in porto"}, token)
+    one = call("memory.get", {"memory_key": "a"}, token).json
+    (many,) = call("memory.bulk_get", {"memory_keys": ["a"]}, token).json["memories"]
+    assert "conflict_verdict" in one
+    assert set(one) - set(many) == {"conflict_verdict", "row_count"}  # as the spec's table says: no verdict, no code
+    assert "code" not in many
