@@ -31,7 +31,6 @@ _VALIDATION = {
     "value_too_large": "VALUE_TOO_LARGE",
     "too_many_items": "TOO_MANY_ITEMS",
     "invalid_key": "INVALID_KEY",
-    "duplicate_item": "DUPLICATE_ITEM",
 }
 
 

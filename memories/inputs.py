@@ -115,12 +115,18 @@ class MemorySetOne(MemoryFields, WriterFields, OpInput):
 
 
 class Batch(serializers.ListSerializer):
-    """A write batch: 1 to MAX_BATCH items, none naming the same thing twice (`identity`, reported on `field`).
-    Its size is checked before any item, so an oversized batch hears TOO_MANY_ITEMS, not its first bad item."""
+    """A write batch: 1 to MAX_BATCH items. Its size is checked before any item, so an oversized batch hears
+    TOO_MANY_ITEMS, not its first bad item.
+
+    An item naming the same thing (`identity`) as a later one is replaced by it, in the earlier one's place: the
+    later wins, as two calls in that order would leave it. JSON Schema cannot say "unique by key" (uniqueItems
+    compares whole items), so a schema-valid body is accepted rather than refused for it."""
 
     def __init__(self, *, noun: str, field: str, identity=None, limit: int = MAX_BATCH, **kwargs):
-        self.noun, self.identity_field, self.limit = noun, field, limit
+        """`field`: what names an item (its identity unless `identity` says otherwise), for the schema's words."""
+        self.noun, self.limit = noun, limit
         self.identity = identity or (lambda item: item[field])
+        kwargs.setdefault("help_text", f"An item naming the {field} of a later one is replaced by it (the later wins).")
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
@@ -128,15 +134,10 @@ class Batch(serializers.ListSerializer):
             raise ValidationError(f"at most {self.limit} {self.noun} per call (got {len(data)})", code="too_many_items")
         if isinstance(data, list) and not data:
             raise ValidationError("must hold at least one item", code="empty")
-        items = super().to_internal_value(data)
-        seen = {}
-        for index, item in enumerate(items):
-            if (identity := self.identity(item)) in seen:
-                raise ValidationError(
-                    {index: {self.identity_field: [f"repeats items[{seen[identity]}]"]}}, code="duplicate_item"
-                )
-            seen[identity] = index
-        return items
+        latest = {}
+        for item in super().to_internal_value(data):
+            latest[self.identity(item)] = item  # a dict keeps the first place, takes the last value
+        return list(latest.values())
 
 
 class MemorySetBatch(WriterFields, OpInput):
@@ -145,7 +146,8 @@ class MemorySetBatch(WriterFields, OpInput):
         noun="memories",
         field="memory_key",
         identity=lambda item: (item["memory_key"], item["session_id"]),
-        help_text="Stored together or not at all; a memory_key repeats only under another session_id.",
+        help_text="Stored together or not at all. An item naming the memory_key and session_id of a later one is "
+        "replaced by it (the later wins).",
     )
 
 
@@ -609,7 +611,7 @@ class EvalRun(OpInput):
         field="name",
         limit=MAX_EVAL_CONFIGS,
         required=False,
-        help_text="Default: one, named default, that sets nothing.",
+        help_text="Default: one, named default, that sets nothing. A name given twice: the later configuration wins.",
     )
     wait = Boolean(
         default=False,
@@ -620,10 +622,16 @@ class EvalRun(OpInput):
 class EvalRunGet(OpInput):
     run_id = String(max_chars=64, required=False, help_text="Default: the namespace's latest run (of set_name).")
     set_name = String(max_chars=128, required=False)
-    a = String(max_chars=64, required=False, help_text="Wins and losses of b against a; default the first two.")
-    b = String(max_chars=64, required=False)
+    a = String(
+        max_chars=64,
+        allow_empty=False,
+        required=False,
+        help_text="Wins and losses of b against a; default the first two.",
+    )
+    b = String(max_chars=64, allow_empty=False, required=False)
     against = String(
         max_chars=64,
+        allow_empty=False,
         required=False,
         help_text="An earlier run of the same questions: a names its configuration (default b's name, else its first).",
     )

@@ -126,7 +126,7 @@ class MemorySet(OpView):
         resource_type_field_name=None,
     )
     success = (201, 200)
-    refusals = ("MEMORY_PINNED", "VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM", *EMBEDS)
+    refusals = ("MEMORY_PINNED", "VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
     example = {
         "memory_key": "customer.acme.contact",
         "value": "Dana Reyes is the Acme contact for the renewal; she prefers email.",
@@ -158,7 +158,7 @@ class SessionSummarySet(OpView):
     request_serializer = inputs.SessionSummarySet
     response_serializer = outputs.SessionSummarySetOut
     success = (201, 200)
-    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "DUPLICATE_ITEM", *EMBEDS)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", *EMBEDS)
     example = {
         "items": [
             {
@@ -198,7 +198,7 @@ class EntitySummarySet(OpView):
     request_serializer = inputs.EntitySummarySet
     response_serializer = outputs.EntitySummarySetOut
     success = (201, 200)
-    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "DUPLICATE_ITEM", *EMBEDS)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", *EMBEDS)
     example = {"items": [{"entity": "acme", "summary": "Acme Corp, an enterprise customer renewing in March."}]}
 
     def run(self, scope, data):
@@ -228,7 +228,7 @@ class RecordSet(OpView):
     request_serializer = inputs.RecordSet
     response_serializer = outputs.RecordSetOut
     success = (201, 200)
-    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM", *EMBEDS)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
     example = {"items": [{"record_key": "customer:acme", "record_type": "customer", "fields": {"tier": "Enterprise"}}]}
 
     def run(self, scope, data):
@@ -496,7 +496,7 @@ class EvalSetUpload(OpView):
     request_serializer = inputs.EvalSetUpload
     response_serializer = outputs.EvalSetOut
     success = (201,)
-    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", "DUPLICATE_ITEM")
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY")
     example = {
         "set_name": "support-faq",
         "questions": [
@@ -534,7 +534,7 @@ class EvalRun(OpView):
     request_serializer = inputs.EvalRun
     response_serializer = outputs.EvalRunOut
     success = (202, 200)
-    refusals = ("EVAL_SET_NOT_FOUND", "TOO_MANY_ITEMS", "DUPLICATE_ITEM")
+    refusals = ("EVAL_SET_NOT_FOUND", "TOO_MANY_ITEMS")
     example = {
         "set_name": "support-faq",
         "configs": [{"name": "hybrid"}, {"name": "semantic", "search_mode": "semantic"}],

@@ -26,7 +26,6 @@ STATUS = {
     "READS_LLM_FREE": 409,
     "BODY_TOO_LARGE": 413,
     "VALUE_TOO_LARGE": 413,
-    "TOO_MANY_ITEMS": 413,
     "MISSING_FIELD": 422,
     "UNKNOWN_FIELD": 422,
     "INVALID_TYPE": 422,
@@ -34,7 +33,7 @@ STATUS = {
     "INVALID_KEY": 422,
     "INVALID_NAMESPACE": 422,
     "INVALID_CURSOR": 422,
-    "DUPLICATE_ITEM": 422,
+    "TOO_MANY_ITEMS": 422,  # a list over its schema's maxItems: a validation failure like any other
     "RATE_LIMITED": 429,
     "INTERNAL_ERROR": 500,
     "CLICKHOUSE_UNAVAILABLE": 503,

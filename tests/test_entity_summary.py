@@ -83,11 +83,6 @@ def test_a_summary_holding_a_secret_is_never_embedded(backend, agent):
         ({"items": [{"summary": "x"}]}, "MISSING_FIELD", "items[0].entity"),
         ({"items": [{"entity": "e"}]}, "MISSING_FIELD", "items[0].summary"),
         ({"items": []}, "INVALID_VALUE", "items"),
-        (
-            {"items": [{"entity": "E", "summary": "x"}, {"entity": "e", "summary": "y"}]},
-            "DUPLICATE_ITEM",
-            "items[1].entity",
-        ),
     ],
 )
 def test_a_bad_summary_is_refused_naming_its_field(backend, agent, body, code, field):

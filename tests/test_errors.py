@@ -31,7 +31,7 @@ CASES = [
     ({"memory_key": "k", "value": "x" * (64 * 1024 + 1)}, 413, "VALUE_TOO_LARGE", "value"),
     ({"namespace": "no spaces", "memory_key": "k", "value": "v"}, 422, "INVALID_NAMESPACE", "namespace"),
     ({"namespace": "trailing\n", "memory_key": "k", "value": "v"}, 422, "INVALID_NAMESPACE", "namespace"),
-    ({"items": [{"memory_key": "k", "value": "v"}] * 501}, 413, "TOO_MANY_ITEMS", "items"),
+    ({"items": [{"memory_key": "k", "value": "v"}] * 501}, 422, "TOO_MANY_ITEMS", "items"),
     ({"items": []}, 422, "INVALID_VALUE", "items"),
     ({"items": [{"memory_key": "a", "value": "v"}, {"memory_key": "b"}]}, 422, "MISSING_FIELD", "items[1].value"),
     ({"items": [{"memory_key": "a", "value": "v", "x": 1}]}, 422, "UNKNOWN_FIELD", "items[0].x"),

@@ -41,7 +41,7 @@ def test_bulk_get_takes_up_to_1000_keys(backend, alice, call):
     ok = call("memory.bulk_get", {"memory_keys": [f"k{i}" for i in range(1000)]}, token)
     assert ok.status == 200 and len(ok.json["missing"]) == 1000
     too_many = call("memory.bulk_get", {"memory_keys": [f"k{i}" for i in range(1001)]}, token)
-    assert too_many.status == 413
+    assert too_many.status == 422
     assert too_many.error == "TOO_MANY_ITEMS" and too_many.json["error"]["field"] == "memory_keys"
 
 

@@ -164,6 +164,29 @@ def test_a_batch_stores_every_item(backend, alice, call):
     assert [m["value"] for m in found.json["memories"]] == [f"value number {i}" for i in range(50)]
 
 
+def test_a_batch_naming_a_memory_twice_stores_the_later_item_once(backend, alice, call):
+    token = alice.token("writer")
+    items = [
+        {"memory_key": "plan", "value": "the offsite is in Lisbon"},
+        {"memory_key": "menu", "value": "the cafeteria menu changes on mondays"},
+        {"memory_key": "plan", "value": "the offsite moved to Porto"},
+        {"memory_key": "plan", "value": "the offsite is in Lisbon", "session_id": "s-1"},  # another row: kept
+    ]
+    reply = call("memory.set", {"items": items}, token)
+    assert reply.status == 201, reply.json
+    assert [(i["memory_key"], i["session_id"]) for i in reply.json["items"]] == [
+        ("plan", ""),
+        ("menu", ""),
+        ("plan", "s-1"),
+    ]
+    got = call("memory.get", {"memory_key": "plan", "session_id": "", "history": True}, token).json
+    assert got["value"] == "the offsite moved to Porto"
+    assert sorted((h["session_id"], h["value"]) for h in got["history"]) == [  # Lisbon never stored unsessioned
+        ("", "the offsite moved to Porto"),
+        ("s-1", "the offsite is in Lisbon"),
+    ]
+
+
 def test_a_long_value_is_chunked_and_only_its_head_is_embedded_on_the_row(backend, alice, call, settings):
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS = 200
     settings.LOOM_MEMORY_CHUNK_CHARS = 120

@@ -152,8 +152,13 @@ def test_a_logged_search_joins_a_question_set_with_the_keys_marked_right(stored,
         ("when do production deploys run", ("deploy",), False),  # only a key the search served
         ("quantum chromodynamics lecture", (), True),
     ]
-    again = add(deploys, gold_keys=["deploy"])
-    assert again.status_code == 422 and "DUPLICATE_ITEM" in again.content.decode()
+    again = add(deploys, should_abstain="true")  # the same question again: relabelled in its place, not added twice
+    assert "version 3, 2 questions." in again.content.decode()
+    _, relabelled = sets.questions(scope, "from-traces")
+    assert [(q.question, q.should_abstain) for q in relabelled] == [
+        ("when do production deploys run", True),
+        ("quantum chromodynamics lecture", True),
+    ]
     neither = add(deploys, set_name="other")
     assert neither.status_code == 422 and "name the keys that answer it" in neither.content.decode()
     viewer = operator_of(stored)

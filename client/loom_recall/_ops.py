@@ -745,7 +745,6 @@ class RefusalOut(TypedDict):
         "BODY_TOO_LARGE",
         "CALIBRATION_UNAVAILABLE",
         "CLICKHOUSE_UNAVAILABLE",
-        "DUPLICATE_ITEM",
         "EMBEDDER_UNAVAILABLE",
         "EMBED_TIMEOUT",
         "EVAL_RUN_NOT_FOUND",
