@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-
 CONFIG = """
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429"]
