@@ -348,7 +348,7 @@ LOOM_LLM_PROVIDER = env.choice(
     "LOOM_LLM_PROVIDER",
     "",
     ("", "fake", "openai", "anthropic"),
-    doc="`openai` (`gpt*`, `o1*`, `o3*`, `o4*`, `chatgpt*`), `anthropic` (`claude*`) or `fake` (`fake-echo-1`, a deterministic echo); unset: `gpt-6-luna` with `OPENAI_API_KEY`, else `claude-haiku-4-5` with `ANTHROPIC_API_KEY`, else the fake. A model whose key is missing is served by the fake (`llm_key_missing` in health). What a model takes is learned from its 400 answers, once per process: a field it refuses is left out from then on, and the output limit it names clamps every later cap",
+    doc="`openai` (`gpt*`, `o1*`, `o3*`, `o4*`, `chatgpt*`), `anthropic` (`claude*`) or `fake` (`fake-echo-1`, a deterministic echo); unset: `gpt-6-luna` with `OPENAI_API_KEY`, else `claude-haiku-4-5` with `ANTHROPIC_API_KEY`, else the fake. A model whose key is missing is served by the fake (`llm_key_missing` in health). The provider chosen is logged once, with where it came from. What a model takes is learned from its 400 answers, once per process: a field it refuses is left out from then on, a reasoning effort it refuses settles on the lowest it lists, and the output limit it names clamps every later cap",
     shown="inferred",
 )
 LOOM_LLM_MODEL = env.string("LOOM_LLM_MODEL", doc=env.ABOVE, shown="then the fake")
@@ -365,6 +365,15 @@ LOOM_LLM_RETRY_ATTEMPTS = env.integer(
 )
 LOOM_LLM_RETRY_MAX_WAIT_S = env.number("LOOM_LLM_RETRY_MAX_WAIT_S", 20.0, minimum=0, doc=env.ABOVE)
 LOOM_LLM_REQUEST_TIMEOUT_S = env.number("LOOM_LLM_REQUEST_TIMEOUT_S", 300.0, minimum=1, doc=env.ABOVE)
+# OpenAI: the reasoning effort every call asks for (unset: the lowest the model takes, learned from its 400s).
+LOOM_LLM_OPENAI_REASONING_EFFORT = env.choice(
+    "LOOM_LLM_OPENAI_REASONING_EFFORT",
+    "",
+    ("", "none", "minimal", "low", "medium", "high", "xhigh"),
+    doc="the `reasoning_effort` OpenAI calls send; unset: the lowest the model takes (`none` first; a 400 listing "
+    "the values it supports settles on the lowest of them; a model that takes none is sent none)",
+    shown="the lowest the model takes",
+)
 # The most output tokens reserved for a model's hidden reasoning, on top of a caller's cap.
 LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX = env.integer(
     "LOOM_LLM_HIDDEN_REASONING_RESERVE_MAX",

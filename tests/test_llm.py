@@ -69,6 +69,56 @@ def test_a_field_the_model_refuses_is_learned_and_left_out(backend, openai_llm, 
     assert len(sent) == 3
 
 
+EFFORT_REFUSED = (
+    "Unsupported value: 'reasoning_effort' does not support 'none' with this model. "
+    "Supported values are: 'low', 'medium', and 'high'."
+)
+
+
+def test_a_call_asks_for_the_lowest_effort_and_settles_on_the_lowest_the_model_lists(
+    backend, openai_llm, model_server, org
+):
+    model_server.script(Answer(400, param="reasoning_effort", code="unsupported_value", message=EFFORT_REFUSED))
+    ask(openai_llm, org, user="first")
+    ask(openai_llm, org, user="second")
+    assert [seen.body["reasoning_effort"] for seen in model_server.chat_requests()] == ["none", "low", "low"]
+
+
+def test_a_model_that_takes_no_effort_is_sent_none(backend, openai_llm, model_server, org):
+    model_server.script(Answer(400, message="Unrecognized request argument supplied: reasoning_effort"))
+    ask(openai_llm, org, user="first")
+    ask(openai_llm, org, user="second")
+    sent = [seen.body for seen in model_server.chat_requests()]
+    assert sent[0]["reasoning_effort"] == "none" and all("reasoning_effort" not in body for body in sent[1:])
+
+
+def test_an_effort_pinned_by_setting_is_sent(backend, openai_llm, model_server, org, settings):
+    settings.LOOM_LLM_OPENAI_REASONING_EFFORT = "medium"
+    ask(openai_llm, org)
+    assert model_server.chat_requests()[0].body["reasoning_effort"] == "medium"
+
+
+@pytest.mark.parametrize(
+    ("configured", "said"),
+    [
+        ({"LOOM_LLM_MODEL": "gpt-4o"}, "openai for gpt-4o (from the model's name)"),
+        ({"LOOM_LLM_MODEL": "gpt-4o", "LOOM_LLM_PROVIDER": "openai"}, "openai for gpt-4o (from LOOM_LLM_PROVIDER)"),
+        ({"LOOM_LLM_MODEL": ""}, "openai for gpt-6-luna (from the key present, OPENAI_API_KEY)"),
+    ],
+)
+def test_the_provider_chosen_is_logged_once_with_where_it_came_from(openai_llm, settings, caplog, configured, said):
+    from retrieval.providers import llm
+
+    for name, value in configured.items():
+        setattr(settings, name, value)
+    llm.forget()
+    with caplog.at_level("INFO", logger="retrieval.providers.llm"):
+        llm.get_llm()
+        llm.forget()
+        llm.get_llm()
+    assert [r.getMessage() for r in caplog.records if "LLM provider" in r.getMessage()] == [f"LLM provider {said}"]
+
+
 def test_the_output_limit_a_400_names_clamps_every_later_cap(backend, openai_llm, model_server, org):
     model_server.script(
         Answer(

@@ -24,7 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from retrieval import metrics
 from retrieval.providers import costs, customer, openai_client, remote
-from retrieval.providers.traits import Traits
+from retrieval.providers.traits import EFFORTS, Traits
 from retrieval.store import clickhouse, cluster
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,11 @@ class OpenAILLM:
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
         def send(reserve: int | None = None):
-            wanted = {"max_completion_tokens": max_tokens, "temperature": 0}
+            wanted = {
+                "max_completion_tokens": max_tokens,
+                "temperature": 0,
+                "reasoning_effort": settings.LOOM_LLM_OPENAI_REASONING_EFFORT or EFFORTS[0],
+            }
             if response_format:
                 wanted["response_format"] = response_format
             fields = self.traits.shape(wanted, reserve)
@@ -323,15 +327,21 @@ def forget_answers(org: str, memory_keys: list[str]) -> int:
 
 
 def provider_for(model: str) -> str:
+    return _provider_and_source(model)[0]
+
+
+def _provider_and_source(model: str) -> tuple[str, str]:
+    """The provider that serves `model`, and what said so (logged once a process, `build`)."""
     if settings.LOOM_LLM_PROVIDER:
-        return settings.LOOM_LLM_PROVIDER
-    if model.startswith("claude"):
-        return "anthropic"
-    if model.startswith(("gpt", "o1", "o3", "o4", "chatgpt")):
-        return "openai"
-    if model.startswith("fake"):
-        return "fake"
+        return settings.LOOM_LLM_PROVIDER, "LOOM_LLM_PROVIDER"
+    for provider, prefixes in (("anthropic", ("claude",)), ("openai", _OPENAI_NAMES), ("fake", ("fake",))):
+        if model.startswith(prefixes):
+            return provider, "the model's name"
     raise ImproperlyConfigured(f"unknown LLM model {model!r} (LOOM_LLM_MODEL)")
+
+
+_OPENAI_NAMES = ("gpt", "o1", "o3", "o4", "chatgpt")
+_announced: set[tuple[str, str, str]] = set()
 
 
 # Each real provider: its client, its key's setting, the model it serves when only its key is set.
@@ -343,12 +353,21 @@ _PROVIDERS = {
 
 def build(model: str) -> object:
     if model:
-        provider = provider_for(model)
+        provider, source = _provider_and_source(model)
     else:  # from the key present, OpenAI's first
-        provider = settings.LOOM_LLM_PROVIDER or next(
-            (name for name, (_, key, _) in _PROVIDERS.items() if getattr(settings, key)), "fake"
+        keyed = next((name for name, (_, key, _) in _PROVIDERS.items() if getattr(settings, key)), None)
+        provider = settings.LOOM_LLM_PROVIDER or keyed or "fake"
+        source = (
+            "LOOM_LLM_PROVIDER"
+            if settings.LOOM_LLM_PROVIDER
+            else f"the key present, {_PROVIDERS[keyed][1]}"
+            if keyed
+            else "no model or key set"
         )
         model = _PROVIDERS[provider][2] if provider in _PROVIDERS else "fake-echo-1"
+    if (provider, model, source) not in _announced:
+        _announced.add((provider, model, source))
+        log.info("LLM provider %s for %s (from %s)", provider, model, source)
     if provider == "fake":
         return FakeLLM(model)
     client, key, _ = _PROVIDERS[provider]
