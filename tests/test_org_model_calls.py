@@ -108,12 +108,12 @@ def test_a_gateway_refusal_holds_one_orgs_stubs_and_the_others_are_embedded(
     settings.LOOM_INFERENCE_CUSTOMER_HEADER = "X-Loom-Customer"
     settings.LOOM_INFERENCE_GATEWAY_HOSTS = ["127.0.0.1"]
     alices, bobs = Agent(call, alice.token("admin")), Agent(call, bob.token("admin"))
-    for who in (alices, bobs):
+    for who in (bobs, alices):
         switch(call, who.token, False)
         who.set({"memory_key": "plan", "value": f"{who.token[:6]} ships the quarterly plan on monday"})
         switch(call, who.token, True, "back on")
     sent = len(model_server.embedding_requests())
-    model_server.script(Answer(403, code="agent_denied"))  # the first org the worker takes: alice (sorted)
+    model_server.script(Answer(403, code="agent_denied"))  # the first stub the worker takes: the newest, alice's
     call_command("embed_pending")
     assert len(model_server.embedding_requests()) == sent + 2  # refused once, never retried; bob's went on
     assert model_server.embedding_requests()[sent].headers["x-loom-customer"] == alice.name

@@ -110,7 +110,8 @@ def embed_missing(
 ) -> int:
     """Embed digests stored with empty vectors (their org's model calls were off: embed_pending), or, with
     `other_models`, those another model embedded (reembed, after a model change); newest first, one call per
-    (org, namespace); an org still refused keeps them for a later pass. How many were embedded."""
+    namespace and writer, for the writer (passes.py); a refused one keeps them for a later pass. How many were
+    embedded."""
     rows = clickhouse.query(
         f"""
         SELECT * FROM session_summaries FINAL
@@ -119,7 +120,12 @@ def embed_missing(
         ORDER BY version DESC
         LIMIT {{batch:UInt32}}
         """,
-        {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
+        {
+            "model": get_embedder().model_name,
+            "off": sorted(skip_orgs),
+            "org": org,
+            "batch": batch_size * passes.READ_AHEAD,
+        },
     )
     model = get_embedder().model_name
 
@@ -131,7 +137,8 @@ def embed_missing(
         clickhouse.insert("session_summaries", fresh)
         return len(fresh)
 
-    return passes.each_namespace(rows, "reembed" if other_models else "embed_pending", actor, embed, "digests")[0]
+    op = "reembed" if other_models else "embed_pending"
+    return passes.each_writer(rows, op, actor, embed, "digests", batch_size)[0]
 
 
 _STUB = "embedding_model = {model:String} AND embedding_dim = 0"
@@ -171,17 +178,18 @@ def summarize_sessions(org: str | None = None, namespace: str | None = None, lim
         scope = Scope(org=org_name, namespace=namespace_name, role=Role.ADMIN, subject=ACTOR)
         for session_id in session_ids:
             notes = _notes(scope, session_id)
+            # For the session's newest writer (its latest row's), as the spec's period digest is.
+            writer = (notes["writer"], "summarize_sessions", notes["user"])
             try:
                 with costs.accounted(org_name, namespace_name, "summarize_sessions", ACTOR), customer.job():
-                    with customer.for_org(org_name, namespace_name, ACTOR, "summarize_sessions"):
+                    with customer.for_org(org_name, namespace_name, *writer):
                         summary = llm.get_llm().complete(SUMMARY_PROMPT, notes["text"], max_tokens=400).text.strip()
                     if summary:
                         set_digests(scope, ACTOR, [DigestInput(session_id, summary, notes["last"])])
                         done.written += 1
-            except customer.HOLDS as exc:
-                log.warning("summarize_sessions holds %s/%s: %s", org_name, namespace_name, exc)
-                done.held += len(session_ids)
-                break
+            except customer.HOLDS as exc:  # that writer's sessions wait (held, nothing sent); the others go on
+                log.warning("summarize_sessions holds %s/%s/%s: %s", org_name, namespace_name, session_id, exc)
+                done.held += 1
     return done
 
 
@@ -211,7 +219,8 @@ def _notes(scope: Scope, session_id: str) -> dict:
     """A session's live rows, oldest first, as the summary reads them, and its last date."""
     rows = clickhouse.query(
         """
-        SELECT memory_key, value, coalesce(valid_at, created_at) AS dated_at FROM memories FINAL
+        SELECT memory_key, value, coalesce(valid_at, created_at) AS dated_at, version, actor, user_id
+        FROM memories FINAL
         WHERE org = {org:String} AND namespace = {namespace:String} AND session_id = {session:String}
           AND status = 'active' AND sensitivity != 'high'
         ORDER BY dated_at, memory_key
@@ -225,4 +234,10 @@ def _notes(scope: Scope, session_id: str) -> dict:
             break
         lines.append(line)
         size += len(line) + 1
-    return {"text": "\n".join(lines), "last": rows[-1]["dated_at"] if rows else None}
+    newest = max(rows, key=lambda row: row["version"], default={"actor": "", "user_id": ""})
+    return {
+        "text": "\n".join(lines),
+        "last": rows[-1]["dated_at"] if rows else None,
+        "writer": passes.writer(newest),
+        "user": newest["user_id"],
+    }

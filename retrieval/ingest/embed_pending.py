@@ -36,7 +36,7 @@ def pending(batch_size: int, org: str | None = None) -> list[dict]:
     """Live rows of the served model whose vectors are still stubs, newest first."""
     return clickhouse.query(
         """
-        SELECT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings
+        SELECT org, namespace, memory_key, agent, session_id, version, user_id FROM memory_embeddings
         WHERE embedding_model = {model:String} AND embedding_dim = 0 AND status = 'active'
           AND org NOT IN {off:Array(String)} AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
           AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
@@ -55,13 +55,14 @@ def pending(batch_size: int, org: str | None = None) -> list[dict]:
 
 
 def run_once(batch_size: int = 100, org: str | None = None) -> int:
-    """One pass: embed up to `batch_size` stubs, one call per (org, namespace); how many were embedded.
+    """One pass: embed up to `batch_size` stubs, one call per namespace and writer (retrieval/ingest/passes.py),
+    for the writer; how many were embedded.
 
     A refusal (customer.HOLDS: the switch, a copy of it too old to trust, the gateway refusing or deferring an
-    identity) holds that work: its stubs stay for a later pass and the other orgs' go on.
+    identity) holds that work: its stubs stay for a later pass and the other writers' go on.
     """
     try:
-        rows = pending(batch_size, org)
+        rows = pending(batch_size * passes.READ_AHEAD, org)
         off = customer.switched_off_orgs()
         done = digests.embed_missing(batch_size, off, ACTOR, org) + entities.embed_missing(batch_size, off, ACTOR, org)
     except customer.SwitchUnread as exc:
@@ -71,7 +72,7 @@ def run_once(batch_size: int = 100, org: str | None = None) -> int:
     def embed(scope: Scope, group: list[dict]) -> int:
         return write.embed_stubs(scope, [(r["memory_key"], r["agent"], r["session_id"], r["version"]) for r in group])
 
-    return done + passes.each_namespace(rows, "embed_pending", ACTOR, embed, "stubs")[0]
+    return done + passes.each_writer(rows, "embed_pending", ACTOR, embed, "stubs", batch_size, passes.writers(rows))[0]
 
 
 class _Worker:

@@ -101,8 +101,8 @@ def embed_missing(
     batch_size: int, skip_orgs: set[str], actor: str, org: str | None = None, other_models: bool = False
 ) -> int:
     """Embed live summaries stored with no vector (their org's calls were off: embed_pending), or, with
-    `other_models`, with none of the served model (reembed, after a model change); one call per (org, namespace);
-    how many were embedded."""
+    `other_models`, with none of the served model (reembed, after a model change); one call per namespace and writer,
+    for the writer (passes.py); how many were embedded."""
     rows = clickhouse.query(
         f"""
         SELECT * FROM entity_summaries FINAL
@@ -113,11 +113,16 @@ def embed_missing(
         ORDER BY version DESC
         LIMIT {{batch:UInt32}}
         """,
-        {"model": get_embedder().model_name, "off": sorted(skip_orgs), "org": org, "batch": batch_size},
+        {
+            "model": get_embedder().model_name,
+            "off": sorted(skip_orgs),
+            "org": org,
+            "batch": batch_size * passes.READ_AHEAD,
+        },
     )
     op = "reembed" if other_models else "embed_pending"
-    return passes.each_namespace(
-        rows, op, actor, lambda scope, stubs: len(stubs) if _embed(scope, stubs) else 0, "entity summaries"
+    return passes.each_writer(
+        rows, op, actor, lambda scope, stubs: len(stubs) if _embed(scope, stubs) else 0, "entity summaries", batch_size
     )[0]
 
 

@@ -19,6 +19,7 @@ from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, cluster, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
+from tenancy.access import Scope
 
 IDENTITY = ("org", *IDENTITY_COLUMNS)
 AFTER_TYPE = "Tuple(String, String, String, String, String, UInt64)"
@@ -99,11 +100,9 @@ def run(
             return
         off = customer.switched_off_orgs()
         skipped += sum(row["org"] in off for row in rows)
-        worked, held = passes.each_namespace(
-            [row for row in rows if row["org"] not in off],
-            "reembed",
-            ACTOR,
-            lambda scope, group: redo(served, scope.org, scope.namespace, group),
+        todo = [row for row in rows if row["org"] not in off]
+        worked, held = passes.each_writer(
+            todo, "reembed", ACTOR, lambda scope, group: redo(served, scope, group), writer_of=passes.writers(todo)
         )
         done, skipped = done + worked, skipped + held
         after = tuple(rows[-1][name] for name in IDENTITY)
@@ -125,8 +124,10 @@ def texts_beside(org: str | None = None, batch_size: int = 200) -> int:
         done += batch
 
 
-def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
-    """New vector rows (and chunks) of the served model for these rows of one namespace, every other column kept."""
+def _reembed(served, scope: Scope, rows: list[dict]) -> int:
+    """New vector rows (and chunks) of the served model for these rows of one namespace and writer (the scope's
+    subject, whom the call is for), every other column kept."""
+    org, namespace = scope.org, scope.namespace
     memories = {
         tuple(m[name] for name in IDENTITY): m
         for m in clickhouse.query(
@@ -144,7 +145,7 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
     values = [memories[tuple(row[name] for name in IDENTITY)]["value"] for row in rows]
     passages = [write.passages(value) for value in values]
     contexts = write.turn_contexts(org, namespace, [{**row, "value": value} for row, value in zip(rows, values)])
-    with customer.for_org(org, namespace, feature="reembed"):
+    with customer.for_org(org, namespace, scope.subject, "reembed", customer.one_user(row["user_id"] for row in rows)):
         vectors = write.embed_rows(
             served,
             [(v, row["memory_key"], cut, context) for v, row, cut, context in zip(values, rows, passages, contexts)],
@@ -183,9 +184,10 @@ def _reembed(served, org: str, namespace: str, rows: list[dict]) -> int:
     return len(fresh)
 
 
-def _rekey(served, org: str, namespace: str, rows: list[dict]) -> int:
-    """New key vectors for these rows of one namespace; a newer revision replaces each vector row."""
-    with customer.for_org(org, namespace, feature="reembed"):
+def _rekey(served, scope: Scope, rows: list[dict]) -> int:
+    """New key vectors for these rows of one namespace and writer; a newer revision replaces each vector row."""
+    org, namespace = scope.org, scope.namespace
+    with customer.for_org(org, namespace, scope.subject, "reembed", customer.one_user(row["user_id"] for row in rows)):
         keys = served.embed_many([row["memory_key"] for row in rows])
     revision = next_version()
     fresh = [{**row, "key_vector": key, "revision": revision} for row, key in zip(rows, keys)]

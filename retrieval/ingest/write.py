@@ -110,12 +110,10 @@ class _IdentityLocks:
 
 def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
     """Store a batch, all or nothing. Raises Refusal before storing anything."""
-    users = {item.user_id for item in items}  # a batch for one user names it to the gateway
+    user = customer.one_user(item.user_id for item in items)  # a batch for one user names it to the gateway
     with (
         _IdentityLocks(scope, [item.memory_key for item in items]),
-        customer.for_org(
-            scope.org, scope.namespace, scope.subject, "memory.set", users.pop() if len(users) == 1 else ""
-        ),
+        customer.for_org(scope.org, scope.namespace, scope.subject, "memory.set", user),
     ):
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
         reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
@@ -299,9 +297,8 @@ def embed_texts(scope: Scope, op: str, texts: list[str], users: set[str]) -> lis
     `op`; None when the org's model calls are refused (the caller stores a stub for embed_pending)."""
     if not texts:
         return []
-    user = next(iter(users)) if len(users) == 1 else ""
     try:
-        with customer.for_org(scope.org, scope.namespace, scope.subject, op, user):
+        with customer.for_org(scope.org, scope.namespace, scope.subject, op, customer.one_user(users)):
             return [vector for vector, _, _ in embed_rows(get_embedder(), [(text, None, [], None) for text in texts])]
     except customer.SWITCHED as exc:
         log.info("%s: %d texts wait unembedded: %s", op, len(texts), exc)
@@ -453,16 +450,15 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
     superseded meanwhile keeps its status. The new vector rows carry a newer
     revision, so they replace the stubs. Returns how many rows were embedded.
     """
-    with (
-        _IdentityLocks(scope, [stub[0] for stub in stubs]),
-        customer.for_org(scope.org, scope.namespace, scope.subject, "embed_pending"),
-    ):
+    with _IdentityLocks(scope, [stub[0] for stub in stubs]):
         live = _active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
         plans = [_Plan(None, None, None, row=row, chunks=passages(row["value"])) for row in rows]
-        if not rows or not _embed(scope, plans):
-            return 0
+        user = customer.one_user(row["user_id"] for row in rows)
+        with customer.for_org(scope.org, scope.namespace, scope.subject, "embed_pending", user):
+            if not rows or not _embed(scope, plans):
+                return 0
         now, revision = datetime.now(UTC), next_version()
         embeddings = [_embedding_row(plan, revision, now) for plan in plans]
         chunks = [chunk for plan in plans for chunk in _chunk_rows(plan, revision, now)]

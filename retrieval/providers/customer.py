@@ -104,6 +104,12 @@ def for_org(org: str, namespace: str = "", subject: str = "", feature: str = "",
         _customer.reset(token)
 
 
+def one_user(users) -> str:
+    """The user a call's texts are all for, if they are one's (the call may name it to the gateway), else ""."""
+    users = set(users)
+    return users.pop() if len(users) == 1 else ""
+
+
 # The deployment's own calls (the calibration probe): not an org's, so no org's switch refuses them.
 SYSTEM = "@system"
 
@@ -262,9 +268,16 @@ def _attribute(request) -> None:
             _held(request)
 
 
-def gateway_headers() -> dict[str, str]:
-    """The headers the current call carries to a gateway; a header whose template renders empty is left out."""
-    attribution = _customer.get()
+def rendered(attribution: Attribution) -> tuple[tuple[str, str], ...]:
+    """The identity a call for `attribution` carries to the gateway (its headers): a job makes one call per
+    identity, so one call never carries two writers' texts."""
+    return tuple(sorted(gateway_headers(attribution).items()))
+
+
+def gateway_headers(attribution: Attribution | None = None) -> dict[str, str]:
+    """The headers a call carries to a gateway (the current call's unless `attribution` names another); a header
+    whose template renders empty is left out."""
+    attribution = attribution or _customer.get()
     if attribution is None:
         return {}
     system = attribution.org == SYSTEM
