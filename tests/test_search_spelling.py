@@ -1,5 +1,7 @@
 """Query spelling: a short query's lowercase words embed in the identifier spelling the namespace's rows use."""
 
+import time
+
 import pytest
 
 from retrieval.search import spelling
@@ -142,3 +144,62 @@ def test_a_loaded_mirror_answers_the_lookup_as_the_statement_does_and_makes_none
         "s",
     ]
     assert [rid.memory_key for rid, _ in mirror.values_holding(["runbook"], 2)["runbook"]] == ["p", "r1"]
+
+
+def learn_the_spelling(agent, model_server) -> None:
+    """The namespace's spelling of `datalakecatalog` remembered (a search looked it up), the requests forgotten."""
+    agent.set(*CATALOG)
+    assert work(agent.search("datalakecatalog metadata"))["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
+    model_server.requests.clear()
+
+
+@pytest.fixture
+def one_second_bound(settings):
+    settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S, settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES = 1.0, 0
+
+
+def test_after_the_respelled_embed_times_out_the_try_as_typed_gets_a_quarter_second(
+    backend, openai_embedder, model_server, agent, one_second_bound
+):
+    from tests.model_server import Answer
+
+    learn_the_spelling(agent, model_server)
+    model_server.script(Answer(delay_s=3), Answer(delay_s=3))  # a provider that hangs
+    started = time.monotonic()
+    reply = agent.search("datalakecatalog tables")
+    took = time.monotonic() - started
+    assert (reply.status, reply.error) == (503, "EMBED_TIMEOUT")
+    assert embedded(model_server) == ["DataLakeCatalog tables", "datalakecatalog tables"]  # respelled, then typed
+    assert took < 1.0 + 0.25 + 0.5  # one bound and a quarter second, not two bounds
+
+
+def test_the_try_as_typed_after_a_timeout_is_served_from_the_embedding_cache(
+    backend, openai_embedder, model_server, agent, one_second_bound, settings
+):
+    from tests.model_server import Answer
+
+    settings.LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS = 0
+    agent.set(*CATALOG)
+    assert agent.search("datalakecatalog tables").status == 200  # as typed, now in the embedding cache
+    settings.LOOM_MEMORY_SEARCH_QUERY_SPELLING_MAX_WORDS = 6
+    learn_the_spelling(agent, model_server)
+    model_server.script(Answer(delay_s=3))
+    reply = agent.search("datalakecatalog tables")
+    assert reply.status == 200 and work(reply) == {"query_spellings": {}, "query_spellings_skipped": True}
+    assert embedded(model_server) == ["DataLakeCatalog tables"]  # the typed text came from the cache
+
+
+def test_a_refused_embed_as_typed_fails_the_search_only_once_the_respelled_one_fails_too(
+    backend, openai_embedder, model_server, agent
+):
+    from tests.model_server import Answer
+
+    agent.set(*CATALOG)
+    model_server.script(Answer(400, message="this input is refused"))  # the embed as typed
+    reply = agent.search("datalakecatalog metadata")
+    assert reply.status == 200, reply.json
+    assert work(reply)["query_spellings"] == {"datalakecatalog": "DataLakeCatalog"}
+    assert embedded(model_server) == ["datalakecatalog metadata", "DataLakeCatalog metadata"]
+    model_server.script(Answer(400, message="this input is refused"))
+    nothing_to_respell = agent.search("nightly restarts")
+    assert (nothing_to_respell.status, nothing_to_respell.error) == (503, "EMBEDDER_UNAVAILABLE")

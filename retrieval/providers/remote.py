@@ -10,6 +10,8 @@ width, or not finite.
 
 import logging
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 from django.conf import settings
@@ -126,12 +128,28 @@ def _retrying(provider: str, send, attempts: int | None, max_wait_s: float | Non
     raise AssertionError("unreachable")
 
 
+_last_chance: ContextVar[float | None] = ContextVar("loom_embed_last_chance", default=None)
+
+
+@contextmanager
+def last_chance(seconds: float):
+    """Query embeds made inside get one attempt of `seconds` (a search's try after another embed timed out)."""
+    token = _last_chance.set(seconds)
+    try:
+        yield
+    finally:
+        _last_chance.reset(token)
+
+
 def bounded_query(provider: str, embed, text: str, timed_out: type[BaseException]) -> np.ndarray:
     """A query's embedding, the way every remote embedder makes it: whitespace-normalised, each attempt bounded by
-    LOOM_MEMORY_SEARCH_EMBED_BOUND_S, 1 + LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES attempts; all of them timing out
-    (`timed_out`: the SDK's timeout error) is EmbedTimeout (503 EMBED_TIMEOUT). `embed(texts, timeout, attempts)`."""
+    LOOM_MEMORY_SEARCH_EMBED_BOUND_S, 1 + LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES attempts (one attempt of the
+    `last_chance` bound inside one); all of them timing out (`timed_out`: the SDK's timeout error) is EmbedTimeout
+    (503 EMBED_TIMEOUT). `embed(texts, timeout, attempts)`."""
     bound = settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_S
     attempts = 1 + settings.LOOM_MEMORY_SEARCH_EMBED_BOUND_RETRIES
+    if (chance := _last_chance.get()) is not None:
+        bound, attempts = chance, 1
     try:
         return embed([" ".join(text.split())], bound, attempts)[0]
     except ProviderError as exc:

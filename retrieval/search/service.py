@@ -8,6 +8,7 @@ plan -> embed -> legs -> rescore and hydrate -> fuse -> rank terms -> window
 import logging
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -307,12 +308,19 @@ def _names_work(checked: mentions.Check) -> dict:
     return {"names_checked": checked.names, "names_found": checked.found}
 
 
+# After an embed of the query timed out, the next try gets this long: time for an embedding-cache hit, so a hung
+# provider still answers EMBED_TIMEOUT within one embed bound plus this (001, Query spelling).
+LAST_CHANCE_S = 0.25
+
+
 def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.ndarray:
     """The query's vector, in the corpus spelling of its words where the namespace has one (retrieval/search/spelling.py).
 
     The spelling lookup runs beside the embed of the query as typed; a remembered answer spares that embed when it
     respells. A lookup that fails or runs past its bound, or a respelled embed that fails, leaves the query as
-    typed, and says so (`query_spellings_skipped`). An LLM-free read spends no second embed on it.
+    typed, and says so (`query_spellings_skipped`). The search fails only when every embed it tried failed: a
+    refused embed as typed waits for the lookup's answer and tries the respelled text; a try after a timeout gets
+    LAST_CHANCE_S. An LLM-free read spends no second embed on it.
     """
     if settings.LOOM_READS_LLM_FREE:  # the spec: an LLM-free read embeds its query once, as typed
         return np.asarray(embedder.embed(query), dtype=np.float32)
@@ -322,7 +330,13 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
         work.query_spellings_skipped = True
     elif missing:
         asked = clickhouse.on_the_side(spelling.lookup, scope.org, scope.namespace, embedder.model_name, missing)
-    typed = None if known else embedder.embed(query)
+    typed, failure = None, None
+    tried_typed = not known  # a remembered respelling spares the embed as typed
+    if tried_typed:
+        try:
+            typed = embedder.embed(query)
+        except (remote.ProviderError, remote.EmbedTimeout) as exc:  # fails the search only if the respelled does
+            failure = exc
     if asked is not None:
         try:
             known.update(asked.result(timeout=max(0.0, spelling.LOOKUP_BOUND_S - (time.monotonic() - started))))
@@ -332,13 +346,25 @@ def _embed_query(embedder, scope: Scope, query: str, work: spelling.Work) -> np.
             work.query_spellings_skipped = True
     if known:
         try:
-            vector = embedder.embed(spelling.respelled(query, known))
+            with _after(failure):
+                vector = embedder.embed(spelling.respelled(query, known))
             work.query_spellings = known
             return np.asarray(vector, dtype=np.float32)
         except (remote.ProviderError, remote.EmbedTimeout) as exc:
             log.warning("the respelled query could not be embedded (%s): embedding it as typed", exc)
             work.query_spellings_skipped = True
-    return np.asarray(typed if typed is not None else embedder.embed(query), dtype=np.float32)
+            failure = failure or exc
+    if not tried_typed:
+        with _after(failure):
+            typed = embedder.embed(query)
+    if typed is None:
+        raise failure  # every embed tried failed
+    return np.asarray(typed, dtype=np.float32)
+
+
+def _after(failure: BaseException | None):
+    """An embed tried after another timed out gets LAST_CHANCE_S; any other, its whole bound."""
+    return remote.last_chance(LAST_CHANCE_S) if isinstance(failure, remote.EmbedTimeout) else nullcontext()
 
 
 def _without_a_model(plan: Plan, refused: customer.ModelCallRefused) -> Plan:
