@@ -326,8 +326,11 @@ class ComputedFromOut(serializers.Serializer):
 
 
 class ComputedOut(serializers.Serializer):
-    kind = serializers.CharField(help_text="count, temporal_diff or latest")
-    value = serializers.JSONField(help_text="the count, the days, or the newest value")
+    kind = serializers.CharField(help_text="count, sum, temporal_diff or latest")
+    value = serializers.JSONField(help_text="the count, the sum, the days, or the newest value")
+    unit = serializers.CharField(
+        required=False, help_text="a sum's unit: USD, EUR, GBP, JPY, hour, km, mile, kg or lb (minutes count as hours)"
+    )
     text = serializers.CharField(help_text="the evidence as one line a model can read")
     computed_from = ComputedFromOut(many=True, help_text="the rows it was computed from (a count names its first 20)")
 

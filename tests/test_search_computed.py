@@ -161,3 +161,41 @@ def test_the_latest_from_the_mirror_is_the_engines_latest(backend, agent, settin
     assert latest["value"] == "Acme is on the Growth plan, billed yearly"
     settings.LOOM_VECTOR_MIRROR = False
     assert agent.search(question).json["computed"] == mirrored.json["computed"]
+
+
+BOOKS = [
+    {"memory_key": "b1", "value": "I spent $24.50 on books at the fair", "valid_at": "2023-03-02T10:00:00Z"},
+    {"memory_key": "b2", "value": "Bought two more books online for 18 dollars", "valid_at": "2023-04-11T10:00:00Z"},
+    {"memory_key": "b3", "value": "The library books are due on Friday", "valid_at": "2023-04-20T10:00:00Z"},
+    {"memory_key": "g1", "value": "Groceries came to $61 this week", "valid_at": "2023-04-21T10:00:00Z"},
+    {"memory_key": "p1", "value": "Practiced the guitar for 90 minutes", "valid_at": "2023-05-01T10:00:00Z"},
+    {"memory_key": "p2", "value": "Two hours of guitar practice, 2 hours", "valid_at": "2023-05-03T10:00:00Z"},
+]
+
+
+def test_a_sum_adds_the_amounts_the_rows_about_the_subject_state(backend, ranker):
+    ranker.set(*BOOKS)
+    total = computed(ranker.search("How much did I spend on books in total?"), "sum")
+    assert (total["value"], total["unit"]) == (42.5, "USD")  # the library's due date states no amount
+    assert [row["memory_key"] for row in total["computed_from"]] == ["b1", "b2"]
+    assert total["text"] == (
+        "42.5 USD in total, stated by 2 memories mentioning books, 2023-03-02 to 2023-04-11 ($24.50, 18 dollars)"
+    )
+
+
+def test_a_sum_of_hours_counts_minutes_as_hours(backend, ranker):
+    ranker.set(*BOOKS)
+    total = computed(ranker.search("How many hours did I practice guitar?"), "sum")
+    assert (total["value"], total["unit"]) == (3.5, "hour")
+
+
+def test_a_sum_honours_the_requests_filters_and_a_high_row_states_nothing(backend, ranker):
+    ranker.set(*BOOKS, {"memory_key": "b4", "value": "books card sk_live_4eC39HqLyjWDarjtT1zdp7dc cost $500"})
+    assert computed(ranker.search("How much did I spend on books?"), "sum")["value"] == 42.5
+    only_b1 = ranker.search("How much did I spend on books?", exclude_keys=["b2"])
+    assert computed(only_b1, "sum")["value"] == 24.5
+
+
+def test_a_sum_nothing_states_an_amount_for_computes_nothing(backend, ranker):
+    ranker.set(*BOOKS)
+    assert [c["kind"] for c in ranker.search("How much did I spend on skydiving?").json["computed"]] == []

@@ -106,6 +106,10 @@ def test_the_side_reads_send_the_statements_of_their_snapshot(ctx, agent, snapsh
     with clickhouse.recorded() as statements:
         counted = evidence.compute(counting, [], datetime(2025, 6, 1, tzinfo=UTC))
     assert normalised(statements) == snapshot(name="count") and counted[0]["value"] == 1
+    summing = replace(ctx, shape=analyse("How many hours did Jonas Berg spend on web-app?"))
+    with clickhouse.recorded() as statements:
+        summed = evidence.compute(summing, [], datetime(2025, 6, 1, tzinfo=UTC))
+    assert normalised(statements) == snapshot(name="sum") and summed == []  # its row states no hours
     with clickhouse.recorded() as statements:
         found = records.matching(
             replace(

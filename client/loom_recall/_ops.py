@@ -99,6 +99,7 @@ class ComputedFromOut(TypedDict):
 class ComputedOut(TypedDict):
     kind: str
     value: Any
+    unit: NotRequired[str]
     text: str
     computed_from: list[ComputedFromOut]
 

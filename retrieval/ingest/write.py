@@ -20,7 +20,7 @@ from django.conf import settings
 from retrieval import knobs
 from retrieval.errors import Refusal
 from retrieval.ingest import sensitivity, write_gates
-from retrieval.language import chunking, sentences, text
+from retrieval.language import amounts, chunking, sentences, text
 from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
@@ -350,16 +350,27 @@ def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None
 
 
 def _new_side_rows(plans: list[_Plan]) -> tuple[list[dict], list[tuple[str, list[dict]]]]:
-    """The new versions' chunks (the mirror is told of them), and the rows of every side table: chunks, terms and
-    the entity graph."""
-    chunks, terms, graph = [], [], _Graph()
+    """The new versions' chunks (the mirror is told of them), and the rows of every side table: chunks, terms,
+    the entity graph and the amounts their values state (never a high row's)."""
+    chunks, terms, facts, graph = [], [], [], _Graph()
     for plan in plans:
         row = plan.row
         if row and row["embedding_model"]:
             chunks += _chunk_rows(plan, row["revision"], row["updated_at"])
             terms += _term_input(row, ACTIVE, +1, row["revision"])
+            facts += _derived_facts(row)
             graph.add(row, row["updated_at"])
-    return chunks, [("memory_chunks", chunks), ("term_input", terms), *graph.tables()]
+    return chunks, [("memory_chunks", chunks), ("term_input", terms), ("derived_facts", facts), *graph.tables()]
+
+
+def _derived_facts(row: dict) -> list[dict]:
+    """The amounts a row's value states (retrieval/language/amounts.py), for computed evidence's sums."""
+    ident = {k: row[k] for k in _IDENTITY}
+    dated_at = row["valid_at"] or row["created_at"]
+    return [
+        {**ident, "position": at, "value": amount.value, "unit": amount.unit, "said": amount.said, "dated_at": dated_at}
+        for at, amount in enumerate(amounts.found(row["value"]))
+    ]
 
 
 def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.Future) -> None:

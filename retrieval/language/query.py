@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-from retrieval.language import text
+from retrieval.language import amounts, text
 
 STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
@@ -53,8 +53,13 @@ _TEMPORAL_DIFF = re.compile(
     re.I,
 )
 _COUNT = re.compile(r"\b(how many|how often|number of|count of)\b", re.I)
+# A sum: an amount asked for ("how much", "how many hours") or a total, of a unit the question names or implies.
+_SUM = re.compile(r"\b(how much|how many|in total|total|altogether|combined|all together|sum of|overall)\b", re.I)
 # The asking words themselves, which no row is about.
-INTENT_WORDS = frozenset("how many often number count times time long ago since days weeks months years".split())
+INTENT_WORDS = frozenset(
+    "how many much often number count times time long ago since days weeks months years "
+    "total altogether combined overall sum spend spent hours minutes dollars miles".split()
+)
 
 MONTHS = tuple("january february march april may june july august september october november december".split())
 WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
@@ -97,7 +102,7 @@ class QueryShape:
     contact: bool = False
     date: DateCue | None = None
     overview: bool = False  # about a session or conversation as a whole
-    intent: str | None = None  # "count", "temporal_diff", or "latest" (a recency cue): computed evidence
+    intent: str | None = None  # "count", "sum", "temporal_diff", or "latest" (a recency cue): computed evidence
 
 
 def analyse(query: str, anchor: datetime | None = None) -> QueryShape:
@@ -123,6 +128,8 @@ def analyse(query: str, anchor: datetime | None = None) -> QueryShape:
 def _intent(query: str) -> str | None:
     if _TEMPORAL_DIFF.search(query):
         return "temporal_diff"
+    if _SUM.search(query) and amounts.asked_unit(query):
+        return "sum"
     if _COUNT.search(query):
         return "count"
     return "latest" if _RECENCY.search(query) else None

@@ -231,7 +231,7 @@ def tier(answer: dict, shape: query.QueryShape, evidence: list[dict]) -> tuple[s
     to the next one up, so with only the synthesis model set every ask is its."""
     sessions = {hit["session_id"] for hit in evidence if hit["session_id"]}
     if (
-        shape.intent in ("count", "temporal_diff")
+        shape.intent in ("count", "sum", "temporal_diff")
         or shape.overview
         or len(sessions) >= MULTI_SESSION
         or answer["retrieval_risk"] == "high"

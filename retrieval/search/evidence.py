@@ -9,6 +9,10 @@ in `computed`, with the rows it was computed from, and never changes the ranking
   its other words (the asking words left out), the one the fewest rows mention ("How many times did Melanie go to
   the beach?": Melanie and beach). The count says what it counted; none when nothing is left to count by: the
   search answers from recall alone.
+- **sum** ("how much did I spend on books in total?", "how many hours did I practice?"): the amounts the rows a
+  count would count state (`derived_facts`, read from each value when it is written: retrieval/language/amounts.py),
+  added up in the unit the question asks for (money: the currency the rows use most), with how many rows stated one.
+  None when no row states an amount in that unit: the search answers from recall alone.
 - **temporal_diff** ("how long ago", "how many days since", "how long between"): from the best hit's date to the
   question's date (its observation_date, else now), or, for "between", "before", "after", between the two best
   hits of different dates.
@@ -20,15 +24,16 @@ A count or a date difference is about several rows of one key as readily as of m
 exempt from the per-key cap (plan.py).
 """
 
+from collections import Counter
 from datetime import datetime
 
-from retrieval.language import names, text
+from retrieval.language import amounts, names, text
 from retrieval.language.query import INTENT_WORDS
 from retrieval.search.legs import Context, postings
 from retrieval.search.legs.vector import mirrored
 from retrieval.search.pool import Candidate
 from retrieval.store import clickhouse, vector_mirror
-from retrieval.store.rows import RowId
+from retrieval.store.rows import IDENTITY_TYPE, RowId
 
 # How many rows a count names (the count itself is exact up to COUNT_LIMIT).
 NAMED = 20
@@ -43,6 +48,8 @@ def compute(ctx: Context, served: list[Candidate], anchor: datetime) -> list[dic
     rows = [c for c in served if c.source != "summary" and c.meta is not None]
     if intent == "count":
         return _count(ctx)
+    if intent == "sum":
+        return _sum(ctx)
     if intent == "temporal_diff" and rows:
         return _temporal_diff(ctx, rows, anchor)
     if intent == "latest" and rows:
@@ -51,17 +58,9 @@ def compute(ctx: Context, served: list[Candidate], anchor: datetime) -> list[dic
 
 
 def _count(ctx: Context) -> list[dict]:
-    named = {term for name in names.about(ctx.shape.text) for term in names.terms(name)}
-    others = [term for term in ctx.shape.terms if term not in _ASKING and term not in named]
-    held = _rows_holding(ctx, others)  # a word no row holds ("go" beside "went") narrows nothing
-    subject = sorted(named) + ([min(held, key=lambda term: (held[term], term))] if held else [])
-    if not subject:
-        return []
-    rows = _mentioning(ctx, subject)
+    rows, said = _about(ctx)
     if not rows:
         return []
-    words = [word for word in text.tokens(ctx.shape.text) if text.stems([word])[0] in subject]
-    said = " ".join(dict.fromkeys(words))
     return [
         {
             "kind": "count",
@@ -70,6 +69,76 @@ def _count(ctx: Context) -> list[dict]:
             "computed_from": rows[:NAMED],
         }
     ]
+
+
+def _about(ctx: Context) -> tuple[list[dict], str]:
+    """The eligible rows that mention what the question is about (by date), and how the question says it. What it
+    is about: the names it asks about and, of its other words (the asking words left out), the one the fewest rows
+    mention; nothing when nothing is left to narrow by."""
+    named = {term for name in names.about(ctx.shape.text) for term in names.terms(name)}
+    others = [term for term in ctx.shape.terms if term not in _ASKING and term not in named]
+    held = _rows_holding(ctx, others)  # a word no row holds ("go" beside "went") narrows nothing
+    subject = sorted(named) + ([min(held, key=lambda term: (held[term], term))] if held else [])
+    if not subject:
+        return [], ""
+    words = [word for word in text.tokens(ctx.shape.text) if text.stems([word])[0] in subject]
+    return _mentioning(ctx, subject), " ".join(dict.fromkeys(words))
+
+
+def _sum(ctx: Context) -> list[dict]:
+    rows, said = _about(ctx)
+    facts = _facts(ctx, rows)
+    asked = amounts.asked_unit(ctx.shape.text)
+    units = Counter(fact["unit"] for fact in facts)
+    if asked == "money":  # "how much did I spend": the currency the rows state most
+        units = Counter({unit: n for unit, n in units.items() if unit in amounts.CURRENCIES})
+        asked = units.most_common(1)[0][0] if units else None
+    summed = [fact for fact in facts if fact["unit"] == asked]
+    if not summed:
+        return []
+    total = round(sum(fact["value"] for fact in summed), 6)
+    stated = sorted({(fact["dated_at"], fact["memory_key"], _identity(fact)) for fact in summed})
+    first, last = stated[0][0], stated[-1][0]
+    return [
+        {
+            "kind": "sum",
+            "value": total,
+            "unit": asked,
+            "text": f"{total:g} {asked} in total, stated by {len(stated)} memories mentioning {said}, "
+            f"{first:%Y-%m-%d} to {last:%Y-%m-%d} ({', '.join(fact['said'] for fact in summed[:NAMED])})",
+            "computed_from": [{**dict(zip(_ROW, identity)), "dated_at": dated} for dated, _, identity in stated][
+                :NAMED
+            ],
+        }
+    ]
+
+
+_ROW = ("namespace", "memory_key", "agent", "session_id", "version")
+
+
+def _identity(row: dict) -> tuple:
+    return tuple(row[name] for name in _ROW)
+
+
+def _facts(ctx: Context, rows: list[dict]) -> list[dict]:
+    """The derived facts (amounts) of these row versions, in the order their values state them."""
+    if not rows:
+        return []
+    return clickhouse.query(
+        f"""
+        SELECT namespace, memory_key, agent, session_id, version, position, value, unit, said, dated_at
+        FROM derived_facts FINAL
+        WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}} AND memory_key IN {{keys:Array(String)}}
+          AND (namespace, memory_key, agent, session_id, version) IN {{ids:{IDENTITY_TYPE}}}
+        ORDER BY dated_at, memory_key, version, position
+        """,
+        {
+            "org": ctx.org,
+            "namespaces": ctx.namespaces,
+            "keys": sorted({row["memory_key"] for row in rows}),
+            "ids": [_identity(row) for row in rows],
+        },
+    )
 
 
 def _mentioning(ctx: Context, subject: list[str]) -> list[dict]:

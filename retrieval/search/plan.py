@@ -182,7 +182,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         alpha=pick("alpha", settings.LOOM_MEMORY_SEARCH_DEFAULT_ALPHA),
         hyde=hyde is True and calls_llm,
         fallback=hyde is not False and calls_llm,  # hyde=false forces the raw query
-        per_key_cap=0 if shape.intent in ("count", "temporal_diff") else settings.LOOM_MEMORY_SEARCH_PER_KEY_CAP,
+        per_key_cap=0 if shape.intent in ("count", "sum", "temporal_diff") else settings.LOOM_MEMORY_SEARCH_PER_KEY_CAP,
         unmatched=unmatched,
         lexical_weight=knobs.RRF_PATH_LEXICAL_WEIGHT if shape.path_shaped else 1.0,
         legs=frozenset(legs),
