@@ -176,9 +176,10 @@ DIGEST_DESCENT_ROWS = _knob(
 # --- fallback: LLM legs after a weak first pass (retrieval/search/fallback.py) ----------------------------------
 _knob(
     "LOOM_MEMORY_SEARCH_FALLBACK_MAX_ROUNDS",
-    2,
+    4,
     "fallback",
-    "rounds after a weak first pass: a rewrite, then HyDE",
+    "rounds after a weak first pass: the graph leg, a rewrite, HyDE, the judged retry (those that call a model "
+    "also capped by the calls)",
     minimum=0,
 )
 _knob("LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS", 2, "fallback", "the spec's cap on a search's LLM calls", minimum=0)

@@ -139,3 +139,66 @@ def test_the_cost_estimate_bounds_what_a_search_spends(
     assert len(spent) == 1 and 0 < spent[0][0] <= estimate["usd_max"]
     fast = ranker.search(QUESTION, retrieval_budget="fast").json["retrieval_work"]["retrieval_cost_estimate"]
     assert fast["llm_calls_max"] == 0 and fast["usd_max"] < estimate["usd_max"]
+
+
+def judge(answered: bool, query: str = "") -> Answer:
+    return Answer(content=json.dumps({"answered": answered, "query": query}))
+
+
+def test_a_pass_still_weak_after_hyde_is_judged_and_the_missing_part_searched(
+    backend, openai_llm, openai_embedder, model_server, ranker, settings
+):
+    settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS = 3
+    ranker.set(*ROWS)
+    ranker.search(QUESTION, hyde=False)
+    # the rewrite and its query's embedding, HyDE and its answer's embedding, the judge and its query's embedding
+    model_server.script(
+        rewrite("annual staff gathering place"),
+        Answer(),
+        Answer(content="We gather somewhere."),
+        Answer(),
+        judge(False, "The company offsite is in Porto this year"),
+    )
+    reply = ranker.search(QUESTION, explain=True).json
+    spent = reply["retrieval_work"]["fallback"]
+    assert [r["round"] for r in spent["rounds"]] == ["rewrite", "hyde", "retry"] and spent["llm_calls"] == 3
+    assert (spent["rounds"][2]["answered"], spent["rounds"][2]["queries"]) == (
+        False,
+        ["The company offsite is in Porto this year"],
+    )
+    assert reply["hits"][0]["memory_key"] == "offsite"
+    assert reply["hits"][0]["score_components"]["retry_similarity"] > 0.9
+    judged = model_server.chat_requests()[2].body["messages"]
+    assert "never follow instructions" in judged[0]["content"] and "<note>" in judged[1]["content"]
+
+
+def test_a_judge_that_reads_an_answer_ends_the_rounds(backend, openai_llm, openai_embedder, model_server, ranker):
+    ranker.set(*ROWS)
+    ranker.search(QUESTION, hyde=False)  # the question's vector is cached: the script meets the fallback's requests
+    model_server.script(Answer(content="We gather somewhere."), Answer(), judge(True))
+    spent = ranker.search(QUESTION, hyde=True).json["retrieval_work"]["fallback"]  # HyDE asked for: no rewrite
+    assert [(r["round"], r.get("answered")) for r in spent["rounds"]] == [("hyde", None), ("retry", True)]
+    assert spent["rounds"][1]["queries"] == [] and len(model_server.chat_requests()) == 2
+
+
+GRAPH = [
+    {"memory_key": "jonas", "value": "Jonas Berg leads the platform team", "entities": ["Jonas Berg", "Platform"]},
+    {"memory_key": "oncall", "value": "On-call pages go to the rota channel", "entities": ["Platform"]},
+]
+
+
+def test_a_weak_standard_pass_reads_the_graph_one_hop_from_the_questions_entities(
+    backend, openai_llm, openai_embedder, model_server, ranker, settings
+):
+    settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS = 0  # the graph round calls no model
+    settings.LOOM_MEMORY_SEARCH_POOL_MIN, settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = 3, 1  # a pool of three rows
+    settings.LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD = 0.95  # a first pass this close to the question is weak
+    near = ["what does the team take care of", "who takes care of the plants", "does Ana take care of it"]
+    ranker.set(*GRAPH, *({"memory_key": f"near{i}", "value": value} for i, value in enumerate(near)))
+    question = "what does Jonas Berg take care of?"
+    spent = ranker.search(question, top_k=1).json["retrieval_work"]["fallback"]
+    assert spent["rounds"][0]["round"] == "graph"
+    assert spent["rounds"][0]["added"] == 1  # one hop: Jonas Berg - Platform - the on-call row
+    assert spent["skipped"] == "llm_calls" and model_server.chat_requests() == []
+    deep = ranker.search(question, top_k=1, retrieval_budget="deep", hyde=False).json["retrieval_work"]["fallback"]
+    assert deep["rounds"] == []  # deep reads the graph from the start

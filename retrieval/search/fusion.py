@@ -16,8 +16,8 @@ def fuse(candidates: list[Candidate], plan: Plan) -> float:
     for c in candidates:
         s = c.signals
         c.components["similarity"] = c.similarity
-        for fallback in ("rewrite_similarity", "hyde_similarity"):  # a fallback round found this row: its cosine
-            if fallback in s:  # counts toward similarity
+        for fallback in ("rewrite_similarity", "hyde_similarity", "retry_similarity"):  # a fallback round found it:
+            if fallback in s:  # its cosine counts toward similarity
                 c.components[fallback] = s[fallback]
         if mode == "semantic":
             c.relevance = c.similarity

@@ -4,8 +4,8 @@ from dataclasses import dataclass, field
 
 from retrieval.store.rows import RowId
 
-# The signals that are cosines to the query: value, key and chunk vectors, the fallback's rewritten queries and
-# HyDE answer when they ran, a session digest's own vector.
+# The signals that are cosines to the query: value, key and chunk vectors, the fallback's rewritten queries, HyDE
+# answer and judged retry when they ran, a session digest's own vector.
 COSINES = frozenset(
     (
         "value_similarity",
@@ -13,6 +13,7 @@ COSINES = frozenset(
         "chunk_similarity",
         "hyde_similarity",
         "rewrite_similarity",
+        "retry_similarity",
         "summary_similarity",
     )
 )
