@@ -106,9 +106,12 @@ def test_an_effort_pinned_by_setting_is_sent(backend, openai_llm, model_server, 
         ({"LOOM_LLM_MODEL": ""}, "openai for gpt-6-luna (from the key present, OPENAI_API_KEY)"),
     ],
 )
-def test_the_provider_chosen_is_logged_once_with_where_it_came_from(openai_llm, settings, caplog, configured, said):
+def test_the_provider_chosen_is_logged_once_with_where_it_came_from(
+    openai_llm, settings, caplog, monkeypatch, configured, said
+):
     from retrieval.providers import llm
 
+    monkeypatch.setattr(llm, "_announced", set())  # as a new process: earlier tests built these clients too
     for name, value in configured.items():
         setattr(settings, name, value)
     llm.forget()

@@ -319,11 +319,13 @@ def forget_answers(org: str, memory_keys: list[str]) -> int:
     keys, not namespaces: a key deleted in one namespace drops the org's answers quoting that key in any (a miss,
     never a leak). Waited for (`mutations_sync`): the next read must not find them."""
     params = {"org": org, "keys": sorted(set(memory_keys))}
-    where = "org = {org:String} AND hasAny(window_keys, {keys:Array(String)})"
-    found = clickhouse.query_value(f"SELECT count() FROM llm_response_cache WHERE {where}", params)
+    found = clickhouse.query_value(f"SELECT count() FROM llm_response_cache WHERE {_QUOTING}", params)
     if found:
-        cluster.run(f"ALTER TABLE llm_response_cache DELETE WHERE {where} SETTINGS mutations_sync = 1", params)
+        cluster.run(f"ALTER TABLE llm_response_cache DELETE WHERE {_QUOTING} SETTINGS mutations_sync = 1", params)
     return found
+
+
+_QUOTING = "org = {org:String} AND hasAny(window_keys, {keys:Array(String)})"  # the org's answers quoting the keys
 
 
 def provider_for(model: str) -> str:
