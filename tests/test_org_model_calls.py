@@ -64,10 +64,10 @@ def test_a_switched_off_org_makes_no_call_while_another_orgs_go_on(
     assert bobs.hits("bob's notes") == ["b"]
     assert len(model_server.embedding_requests()) == sent + 2  # bob's write and search went on
 
-    call_command("embed_pending")  # alice is still off: her stub is left alone
-    assert len(model_server.embedding_requests()) == sent + 2
+    call_command("embed_pending", "--org", alice.name)  # alice is still off: her stub is left alone
+    assert len(model_server.embedding_requests()) == sent + 2  # (other tests' orgs' stubs are not this test's)
     switch(call, alices.token, True, "back on")
-    call_command("embed_pending")
+    call_command("embed_pending", "--org", alice.name)
     assert alices.hits("where is the offsite this year")[0] == "during"
 
 

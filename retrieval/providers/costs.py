@@ -71,9 +71,9 @@ def family(model: str) -> str:
     return _SNAPSHOT.sub("", model)
 
 
-def listed(model: str) -> Price | float | None:
-    """The model's listed price (a snapshot's is its family's), or None."""
-    for table in (PRICES, RERANK_PRICES):
+def listed(model: str, tables: tuple[dict, ...] = (PRICES, RERANK_PRICES)) -> Price | float | None:
+    """The model's listed price in these tables (a snapshot's is its family's), or None."""
+    for table in tables:
         if (found := table.get(model, table.get(family(model)))) is not None:
             return found
     return None
@@ -134,7 +134,7 @@ _warned: set[str] = set()
 def price(model: str, input_tokens: int, output_tokens: int, cached_input: int = 0, cache_write: int = 0) -> float:
     """USD for a call; `input_tokens` counts the whole prompt, its cached and cache-written parts included. An
     unlisted model bills $0 and logs one warning (per model, per process): its cost is unknown, not free."""
-    rate = PRICES.get(model, PRICES.get(family(model)))
+    rate = listed(model, (PRICES,))
     if rate is None:
         _unlisted(model)
         return 0.0
@@ -176,7 +176,7 @@ def add_rerank(model: str, search_units: int) -> None:
     A model with no listed price bills $0 and warns once, as an LLM's does."""
     if (meter := _meter.get()) is None:
         return
-    per_unit = RERANK_PRICES.get(model, RERANK_PRICES.get(family(model)))
+    per_unit = listed(model, (RERANK_PRICES,))
     if per_unit is None:
         _unlisted(model)
     cost = (per_unit or 0.0) * search_units
