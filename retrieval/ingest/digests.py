@@ -178,11 +178,10 @@ def summarize_sessions(org: str | None = None, namespace: str | None = None, lim
         scope = Scope(org=org_name, namespace=namespace_name, role=Role.ADMIN, subject=ACTOR)
         for session_id in session_ids:
             notes = _notes(scope, session_id)
-            # For the session's newest writer (its latest row's), as the spec's period digest is.
-            writer = (notes["writer"], "summarize_sessions", notes["user"])
+            writer, user = notes["writer"], notes["user"]  # the session's newest writer, as the spec's period digest
             try:
                 with costs.accounted(org_name, namespace_name, "summarize_sessions", ACTOR), customer.job():
-                    with customer.for_org(org_name, namespace_name, *writer):
+                    with customer.for_org(org_name, namespace_name, writer, "summarize_sessions", user):
                         summary = llm.get_llm().complete(SUMMARY_PROMPT, notes["text"], max_tokens=400).text.strip()
                     if summary:
                         set_digests(scope, ACTOR, [DigestInput(session_id, summary, notes["last"])])

@@ -58,3 +58,12 @@ def key_terms(key: str) -> Counter:
     """Stemmed parts of a memory key: `user.preferredEditor` -> user, prefer, editor."""
     parts = [part.lower() for part in _KEY_PART.findall(key)]
     return Counter(stems(parts))
+
+
+# The tags a prompt fences data with (memory.ask's memories and conversation, the fallback judge's notes).
+_FENCE = re.compile(r"</?\s*(memories|conversation|note)\s*>", re.IGNORECASE)
+
+
+def fenced(content: str) -> str:
+    """Text inside a fence cannot close it: a stored memory must not pose as the prompt around it."""
+    return _FENCE.sub(lambda m: f"({m.group(1)})", content)

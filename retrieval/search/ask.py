@@ -63,7 +63,6 @@ PRESUPPOSITION = (
 )
 _BRACKETED = re.compile(r"\[([^\[\]\n]{1,512})\]")
 _NUMBERS = re.compile(r"\d+(?:\s*[,;]\s*\d+)*")
-_FENCE = re.compile(r"</?\s*(memories|conversation)\s*>", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -254,7 +253,7 @@ def tier(answer: dict, shape: query.QueryShape, evidence: list[dict]) -> tuple[s
 def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> str:
     parts = [f"Today is {datetime.now(UTC):%Y-%m-%d}."]
     if request.recent_messages:
-        turns = "\n".join(f"{m['role']}: {_fenced(m['content'])}" for m in request.recent_messages)
+        turns = "\n".join(f"{m['role']}: {text.fenced(m['content'])}" for m in request.recent_messages)
         parts.append(
             f"The conversation so far, for what the question refers to:\n<conversation>\n{turns}\n</conversation>"
         )
@@ -265,19 +264,14 @@ def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> 
         session = f" · session {hit['session_id']}" if hit["session_id"] else ""
         body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
         blocks.append(
-            f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{_fenced(body[:MEMORY_CHARS])}"
+            f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{text.fenced(body[:MEMORY_CHARS])}"
         )
     parts.append("<memories>\n" + "\n\n".join(blocks) + "\n</memories>")
     if computed:  # counts and date differences worked out from the memories in scope (retrieval/search/evidence.py)
-        lines = "\n".join(f"- {_fenced(str(item['text']))}" for item in computed)
+        lines = "\n".join(f"- {text.fenced(str(item['text']))}" for item in computed)
         parts.append(f"Computed from the memories in scope:\n<computed>\n{lines}\n</computed>")
     parts.append(f"Question: {request.search.query}")
     return "\n\n".join(parts)
-
-
-def _fenced(content: str) -> str:
-    """Text inside a fence cannot close it: a stored memory must not pose as the prompt around it."""
-    return _FENCE.sub(lambda m: f"({m.group(1)})", content)
 
 
 def _cited(answer: str, evidence: list[dict]) -> tuple[list[dict], str]:

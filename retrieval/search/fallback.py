@@ -35,6 +35,7 @@ import numpy as np
 from django.conf import settings
 
 from retrieval.gates.thresholds import Gates
+from retrieval.language import text
 from retrieval.providers import costs, customer, llm, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search.legs import Context
@@ -180,7 +181,7 @@ def _judge(client, ctx: Context, pool: Pool, seconds: float) -> tuple[bool, list
     """Whether the pool's best rows answer the question, and else the one query for what they lack."""
     best = sorted((c for c in pool.values() if c.meta is not None), key=lambda c: -c.similarity)[:JUDGED_ROWS]
     hydrate(ctx.org, best, ctx.model)
-    notes = "\n".join(f"<note>{c.row['value'][:DOCUMENT_CHARS]}</note>" for c in best if c.row is not None)
+    notes = "\n".join(f"<note>{text.fenced(c.row['value'][:DOCUMENT_CHARS])}</note>" for c in best if c.row)
     asked = f"Question: {ctx.request.searched}\n\nNotes:\n{notes or '(none)'}"
     answer = llm.within(seconds, client, JUDGE_PROMPT, asked, max_tokens=MAX_TOKENS, response_format=_JSON)
     try:
