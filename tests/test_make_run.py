@@ -30,7 +30,9 @@ def http(method: str, url: str, body=None, token=None):
 
 def start(var: Path, port: int, **settings: str) -> tuple[subprocess.Popen, str, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "DJANGO_"))}
-    env |= {"LOOM_VAR_DIR": str(var), **settings}
+    home = var.parent / "home"  # a $HOME of its own: what the server leaves there is seen
+    home.mkdir(exist_ok=True)
+    env |= {"LOOM_VAR_DIR": str(var), "HOME": str(home), **settings}
     log = var.parent / f"make-run-{port}.log"
     with open(log, "wb") as out:  # the server writes to its own copy of the descriptor
         process = subprocess.Popen(
@@ -156,6 +158,8 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
             output = paste(command, base, token)
             assert shows(output, shown), (command, output[:2000])
         assert "/recall   login admin /" in log.read_text()
+        # No control socket in $HOME, which a second gunicorn on the host would take over and remove on its exit.
+        assert not (var.parent / "home" / ".gunicorn").exists()
         status, body = http("POST", f"{base}/v1/memory.set", {"memory_key": "greeting", "value": "hello"}, token)
         assert status == 201, body
         status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
