@@ -5,6 +5,7 @@ validate it, authorize the (org, namespace) it addresses, run, answer.
 
 import functools
 import json
+import re
 
 from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
@@ -45,15 +46,51 @@ class HasToken(permissions.BasePermission):
 
 
 def read_json(request) -> dict:
-    """The body as a JSON object, whatever Content-Type says (curl -d sends a form type)."""
+    """The body as a JSON object, whatever Content-Type says (curl -d sends a form type), nested at most MAX_DEPTH
+    deep and holding only text UTF-8 can carry."""
     raw = request._request.body  # raises RequestDataTooBig past LOOM_REQUEST_MAX_BYTES
     try:
         body = json.loads(raw or b"{}", parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Refusal("MALFORMED_JSON", f"the body is not valid JSON: {exc}") from None
+    except RecursionError:  # the decoder's own limit, near a thousand levels
+        raise Refusal("MALFORMED_JSON", f"the body nests deeper than {MAX_DEPTH} levels") from None
     if not isinstance(body, dict):
         raise Refusal("BODY_NOT_OBJECT", "the body must be a JSON object")
+    _walk(body, "", 1, _SURROGATE_ESCAPE.search(raw) is not None)
     return body
+
+
+MAX_DEPTH = 32  # no op's body nests past a handful of levels; the checks after parsing recurse no further
+# A lone surrogate (\ud800) is valid JSON but no UTF-8 text: it would fail every insert and embed. A pair written as
+# escapes (\ud83d\ude00) decodes to one character and passes.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _walk(value, path: str, depth: int, surrogates: bool) -> None:
+    """Refuse a body nested past MAX_DEPTH, and (when its bytes hold a surrogate escape) any string in it that
+    UTF-8 cannot carry, naming where (`items[3].tags[1]`)."""
+    if depth > MAX_DEPTH:
+        raise Refusal("MALFORMED_JSON", f"the body nests deeper than {MAX_DEPTH} levels", path or None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if surrogates:
+                _utf8(key, where)
+            _walk(item, where, depth + 1, surrogates)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk(item, f"{path}[{index}]", depth + 1, surrogates)
+    elif surrogates and isinstance(value, str):
+        _utf8(value, path)
+
+
+def _utf8(text: str, where: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        found = text[exc.start].encode("unicode_escape").decode()
+        raise Refusal("INVALID_VALUE", f"must be UTF-8 text: it holds a lone surrogate ({found})", where) from None
 
 
 def _refuse_constant(name):

@@ -92,3 +92,34 @@ def test_an_unexpected_failure_is_a_generic_500_without_traceback(backend, call,
     reply = call("memory.set", {"memory_key": "k", "value": "v"}, token)
     assert (reply.status, reply.error) == (500, "INTERNAL_ERROR")
     assert "secret internals" not in str(reply.json) and "Traceback" not in str(reply.json)
+
+
+@pytest.mark.parametrize("depth", [40, 1000])  # past the service's limit; past the JSON decoder's own
+def test_a_body_nested_too_deep_is_refused_not_a_500(call, token, depth):
+    raw = b'{"memory_key": "k", "value": "v", "tags": ' + b"[" * depth + b"]" * depth + b"}"
+    for op in ("memory.set", "memory.search"):
+        reply = call(op, raw=raw, token=token)
+        assert (reply.status, reply.error) == (400, "MALFORMED_JSON"), reply.json
+        assert "nests deeper than 32 levels" in reply.json["error"]["message"]
+
+
+LONE = '"\\ud800"'  # a lone surrogate escape: valid JSON, no UTF-8 text
+
+
+@pytest.mark.parametrize(
+    ("op", "body", "field"),
+    [
+        ("memory.set", '{"memory_key": "k", "value": "a %s b"}', "value"),
+        ("memory.set", '{"memory_key": %s, "value": "v"}', "memory_key"),
+        ("memory.set", '{"memory_key": "k", "value": "v", "tags": ["ok", %s]}', "tags[1]"),
+        ("memory.set", '{"memory_key": "k", "value": "v", "user_id": %s}', "user_id"),
+        ("memory.set", '{"memory_key": "k", "value": "v", "entities": [%s]}', "entities[0]"),
+        ("memory.search", '{"query": %s}', "query"),
+        ("memory.get", '{"memory_key": %s}', "memory_key"),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_its_field(backend, call, token, op, body, field):
+    raw = (body % LONE).replace('"a "\\ud800" b"', '"a \\ud800 b"').encode()
+    reply = call(op, raw=raw, token=token)
+    assert (reply.status, reply.error, reply.json["error"].get("field")) == (422, "INVALID_VALUE", field), reply.json
+    assert call("memory.get", {"memory_key": "k"}, token).status == 404  # nothing of it stored
