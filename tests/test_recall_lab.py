@@ -452,3 +452,46 @@ def test_a_bad_field_gets_the_code_rest_gives_it(backend, alice, filled, call):
     page = operator_of(alice).get("/recall", {"query": "soup", "top_k": "0", "search_mode": "nope"}).content.decode()
     code, field = rest["error"]["code"], rest["error"]["field"]
     assert code == "INVALID_VALUE" and f"<strong>{code}</strong> in <code>{field}</code>" in page
+
+
+HOSTILE = '</script><h1 class="injected">owned</h1><form action="/x"><button>go</button></form>'
+
+
+def test_stored_markup_never_renders_as_markup_on_any_lab_page(backend, alice, call, settings):
+    """Keys, values, tags and queries holding markup: every Lab page shows them as text, charts included (a chart's
+    JSON rides in a <script>, where `</script>` would close it and the rest render)."""
+    settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
+    agent = Agent(call, alice.token("admin"))
+    agent.call("namespace.register", {"namespace": "default", "text_capture": True}, agent.token)
+    key = f"deploy{HOSTILE}"
+    stored = agent.set({"memory_key": key, "value": f"production deploys run on tuesdays {HOSTILE}", "tags": [HOSTILE]})
+    assert stored.status == 201, stored.json
+    agent.search(f"when do production deploys run {HOSTILE}")
+    uploaded = agent.call(
+        "eval.set_upload",
+        {"set_name": "hostile", "questions": [{"question": HOSTILE, "gold_keys": [key]}]},
+        agent.token,
+    )
+    run = agent.call("eval.run", {"set_name": "hostile", "wait": True}, agent.token).json
+    assert uploaded.status == 201 and run["status"] == "done", run
+    client = operator_of(alice, role="admin")
+    pages = {
+        "search": client.get("/recall", {"query": f"production deploys {HOSTILE}"}),
+        "compare": client.get("/recall/compare", {"query": f"production deploys {HOSTILE}", "b_search_mode": "rrf"}),
+        "memories": client.get("/recall/memories", {"namespace": "default"}),
+        "memory": client.get(f"/recall/memories/{key}", {"namespace": "default"}),
+        "traces": client.get("/recall/traces", {"namespace": "default"}),
+        "evaluate": client.get("/recall/evaluate", {"namespace": "default", "set_name": "hostile"}),
+        "run": client.get(f"/recall/evaluate/{run['run_id']}", {"namespace": "default"}),
+        "calibration": client.get("/recall/calibration"),
+        "audit": client.get("/recall/audit"),
+    }
+    for name, response in pages.items():
+        page = response.content.decode()
+        assert response.status_code == 200, (name, page[:500])
+        assert '<h1 class="injected">' not in page and '<form action="/x">' not in page, name
+        for script in page.split('class="plot"')[1:]:  # each chart's JSON reads back whole
+            json.loads(script.split(">", 1)[1].split("</script>")[0])
+    charted = pages["search"].content.decode().split('data-target="components-chart">')[1].split("</script>")[0]
+    labels = [label for trace in json.loads(charted)["data"] for label in trace.get("y", [])]
+    assert any(HOSTILE in label for label in labels)  # the chart still shows the key as it is, as text
