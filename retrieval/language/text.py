@@ -60,8 +60,9 @@ def key_terms(key: str) -> Counter:
     return Counter(stems(parts))
 
 
-# The tags a prompt fences data with (memory.ask's memories and conversation, the fallback judge's notes).
-_FENCE = re.compile(r"</?\s*(memories|conversation|note)\s*>", re.IGNORECASE)
+# The tags a prompt fences data with (memory.ask's memories, conversation and computed evidence, the fallback judge's
+# notes), with whatever a tag may carry before its `>` (`</memories foo>` closes the fence as well).
+_FENCE = re.compile(r"</?\s*(memories|conversation|computed|note)\b[^>]*>", re.IGNORECASE)
 
 
 def fenced(content: str) -> str:

@@ -253,7 +253,7 @@ def tier(answer: dict, shape: query.QueryShape, evidence: list[dict]) -> tuple[s
 def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> str:
     parts = [f"Today is {datetime.now(UTC):%Y-%m-%d}."]
     if request.recent_messages:
-        turns = "\n".join(f"{m['role']}: {text.fenced(m['content'])}" for m in request.recent_messages)
+        turns = "\n".join(f"{m['role']}: {_as_data(m['content'])}" for m in request.recent_messages)
         parts.append(
             f"The conversation so far, for what the question refers to:\n<conversation>\n{turns}\n</conversation>"
         )
@@ -261,17 +261,27 @@ def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> 
     for number, hit in enumerate(evidence, 1):
         dated = hit["valid_at"] or hit["created_at"]
         former = " · former value" if hit["status"] == "superseded" else ""
-        session = f" · session {hit['session_id']}" if hit["session_id"] else ""
+        session = f" · session {_as_data(hit['session_id'])}" if hit["session_id"] else ""
         body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
         blocks.append(
-            f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{session}{former}\n{text.fenced(body[:MEMORY_CHARS])}"
+            f"[{number}] {_as_data(hit['memory_key'])} · {dated:%Y-%m-%d}{session}{former}\n"
+            f"{_as_data(body[:MEMORY_CHARS])}"
         )
     parts.append("<memories>\n" + "\n\n".join(blocks) + "\n</memories>")
     if computed:  # counts and date differences worked out from the memories in scope (retrieval/search/evidence.py)
-        lines = "\n".join(f"- {text.fenced(str(item['text']))}" for item in computed)
+        lines = "\n".join(f"- {_as_data(str(item['text']))}" for item in computed)
         parts.append(f"Computed from the memories in scope:\n<computed>\n{lines}\n</computed>")
     parts.append(f"Question: {request.search.query}")
     return "\n\n".join(parts)
+
+
+_NO_BRACKETS = str.maketrans("[]", "()")
+
+
+def _as_data(stored: str) -> str:
+    """A stored string as the prompt carries it: it cannot close a fence, and a number in square brackets is the
+    prompt's own citation marker alone ("see [1]" in a value reads "see (1)")."""
+    return text.fenced(stored).translate(_NO_BRACKETS)
 
 
 def _cited(answer: str, evidence: list[dict]) -> tuple[list[dict], str]:
