@@ -110,4 +110,18 @@ def exception_handler(exc, context):
         response["Retry-After"] = f"{exc.retry_after:g}"
     if refusal.code == "RATE_LIMITED":  # whole seconds, as HTTP has them; the envelope's retry_after is exact
         response["Retry-After"] = str(math.ceil(refusal.details["retry_after"]))
+    if refusal.code == "CLICKHOUSE_UNAVAILABLE":
+        outage(response)
+    return response
+
+
+# How soon a client may try again during a ClickHouse outage: a restart or a thaw takes seconds.
+OUTAGE_RETRY_AFTER_S = 5
+
+
+def outage(response):
+    """A 503 for a ClickHouse outage: it says when to retry, and is not logged again per request (the outage logs
+    one line as it begins and one as it ends: retrieval/store/clickhouse.py)."""
+    response["Retry-After"] = str(OUTAGE_RETRY_AFTER_S)
+    response._has_been_logged = True  # Django's own mark: django.request logs no ERROR line for it
     return response

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import inputs, outputs
-from memories.errors import error_response, refusal_of
+from memories.errors import error_response, outage, refusal_of
 from memories.schema import EMBEDS, OpSchema
 from retrieval import caching, health
 from retrieval.errors import Refusal
@@ -685,7 +685,7 @@ class Health(APIView):
             body.update(refusal_of(ClickHouseUnavailable(report["clickhouse"]["error"])).to_envelope())
             if admin:
                 body["error"]["message"] = report["clickhouse"]["error"]
-            return Response(body, status=503)
+            return outage(Response(body, status=503))
         return Response(body)
 
 

@@ -63,3 +63,29 @@ def test_an_op_is_503_when_clickhouse_is_unreachable(alice, call):
         clickhouse.use(previous)
     assert reply.status == 503 and reply.error == "CLICKHOUSE_UNAVAILABLE"
     assert "Traceback" not in str(reply.json)
+
+
+def test_an_outages_503_says_when_to_retry_and_is_not_logged_again_per_request(alice, caplog):
+    from django.test import Client
+
+    from tests.chserver import free_port
+
+    token = alice.token("writer")
+    previous = clickhouse.use(f"http://127.0.0.1:{free_port()}")
+    try:
+        with caplog.at_level("INFO", logger="django.request"):
+            answered = [
+                Client().post(
+                    "/v1/memory.search",
+                    data='{"query": "q"}',
+                    content_type="application/json",
+                    HTTP_AUTHORIZATION=f"Bearer {token}",
+                )
+                for _ in range(3)
+            ]
+            health = Client().get("/v1/health")
+    finally:
+        clickhouse.use(previous)
+    assert [(r.status_code, r["Retry-After"]) for r in answered] == [(503, "5")] * 3
+    assert (health.status_code, health["Retry-After"]) == (503, "5")
+    assert [r.getMessage() for r in caplog.records if r.name == "django.request"] == []  # the outage logs itself
