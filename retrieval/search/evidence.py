@@ -33,7 +33,7 @@ from retrieval.search.legs import Context, postings
 from retrieval.search.legs.vector import mirrored
 from retrieval.search.pool import Candidate
 from retrieval.store import clickhouse, vector_mirror
-from retrieval.store.rows import IDENTITY_TYPE, RowId
+from retrieval.store.rows import IDENTITY_COLUMNS, IDENTITY_TYPE, RowId
 
 # How many rows a count names (the count itself is exact up to COUNT_LIMIT).
 NAMED = 20
@@ -89,10 +89,9 @@ def _sum(ctx: Context) -> list[dict]:
     rows, said = _about(ctx)
     facts = _facts(ctx, rows)
     asked = amounts.asked_unit(ctx.shape.text)
-    units = Counter(fact["unit"] for fact in facts)
     if asked == "money":  # "how much did I spend": the currency the rows state most
-        units = Counter({unit: n for unit, n in units.items() if unit in amounts.CURRENCIES})
-        asked = units.most_common(1)[0][0] if units else None
+        currencies = Counter(fact["unit"] for fact in facts if fact["unit"] in amounts.CURRENCIES)
+        asked = currencies.most_common(1)[0][0] if currencies else None
     summed = [fact for fact in facts if fact["unit"] == asked]
     if not summed:
         return []
@@ -106,18 +105,15 @@ def _sum(ctx: Context) -> list[dict]:
             "unit": asked,
             "text": f"{total:g} {asked} in total, stated by {len(stated)} memories mentioning {said}, "
             f"{first:%Y-%m-%d} to {last:%Y-%m-%d} ({', '.join(fact['said'] for fact in summed[:NAMED])})",
-            "computed_from": [{**dict(zip(_ROW, identity)), "dated_at": dated} for dated, _, identity in stated][
-                :NAMED
+            "computed_from": [
+                {**dict(zip(IDENTITY_COLUMNS, identity)), "dated_at": dated} for dated, _, identity in stated[:NAMED]
             ],
         }
     ]
 
 
-_ROW = ("namespace", "memory_key", "agent", "session_id", "version")
-
-
 def _identity(row: dict) -> tuple:
-    return tuple(row[name] for name in _ROW)
+    return tuple(row[name] for name in IDENTITY_COLUMNS)
 
 
 def _facts(ctx: Context, rows: list[dict]) -> list[dict]:
