@@ -187,11 +187,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"outage_logged": {"()": "retrieval.store.clickhouse.OutageLogged"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["outage_logged"]}},
     "root": {"handlers": ["console"], "level": env.string("LOOM_LOG_LEVEL", "INFO", doc="the root logger's level")},
     # The providers' HTTP client logs a line per request at INFO; our senders log what goes wrong. The ClickHouse
     # driver (and urllib3 under it) logs a warning per failed request; the service logs an outage once as it begins
-    # and once as it ends.
+    # and once as it ends, and no line that only repeats it (`outage_logged`).
     "loggers": {
         **{name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
         **{name: {"level": "ERROR"} for name in ("urllib3.connectionpool", "clickhouse_connect.driver")},

@@ -1,4 +1,5 @@
 import json
+import threading
 import uuid
 from dataclasses import dataclass
 
@@ -100,10 +101,11 @@ def bob(db):
 
 @pytest.fixture
 def call(db):
-    """call(op, body, token) -> Reply, through the full Django stack."""
-    client = Client()
+    """call(op, body, token) -> Reply, through the full Django stack (from any thread: each its own client)."""
+    clients = threading.local()
 
     def call(op: str, body=None, token: str | None = None, raw: bytes | None = None, method="post") -> Reply:
+        client = clients.__dict__.setdefault("client", Client())
         headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
         if method == "get":
             response = client.get(f"/v1/{op}", **headers)

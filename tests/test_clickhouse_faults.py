@@ -3,15 +3,19 @@ request answers 503 within its ClickHouse limits instead of waiting statement af
 answers again by itself once the engine resumes; the outage is logged as it begins and as it ends, not once per
 request. Killed mid-load: no acknowledged write is lost."""
 
+import io
 import logging
 import os
+import re
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from retrieval.store import clickhouse, schema
+from retrieval.store.clickhouse import OutageLogged
 from tests.chserver import Server
 
 
@@ -28,8 +32,25 @@ def own_server(tmp_path):
     server.stop()
 
 
+def assert_outage_said_once(console: io.StringIO, url: str) -> None:
+    """The console's warnings and errors: the outage as it began and as it ended, nothing else (no line per failed
+    read, none with the driver's request URL, whose query string carries the statement's bound parameters)."""
+    said = [
+        line.split(" ", 2)[2] for line in console.getvalue().splitlines() if " WARNING " in line or " ERROR " in line
+    ]
+    assert len(said) == 2, said
+    assert re.fullmatch(
+        rf"ERROR retrieval.store.clickhouse: ClickHouse at {re.escape(url)} is unavailable: [a-z ]+", said[0]
+    )
+    assert re.fullmatch(
+        rf"WARNING retrieval.store.clickhouse: ClickHouse at {re.escape(url)} answers again, after [\d.]+ s "
+        r"\(\d+ statements refused meanwhile\)",
+        said[1],
+    ), said
+
+
 def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
-    own_server, alice, call, settings, caplog
+    own_server, alice, call, settings, console
 ):
     settings.LOOM_CLICKHOUSE_QUERY_TIMEOUT_S = settings.LOOM_CLICKHOUSE_WRITE_TIMEOUT_S = 1.0
     settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S = 1.5
@@ -37,10 +58,11 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
     assert call("memory.set", {"memory_key": "before", "value": "stored before the freeze"}, token).status == 201
 
     os.kill(own_server.process.pid, signal.SIGSTOP)
-    caplog.set_level(logging.WARNING)
     for op, body, method in (
         ("memory.set", {"memory_key": "during", "value": "sent while frozen"}, "post"),
         ("memory.search", {"query": "freeze"}, "post"),
+        ("memory.ask", {"query": "when is the freeze?"}, "post"),
+        ("memory.list", {}, "post"),
         ("health", None, "get"),
     ):
         start = time.monotonic()
@@ -55,21 +77,16 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
         assert time.monotonic() < deadline, got.json
         time.sleep(0.1)
     assert got.json["value"] == "stored before the freeze"
+    assert_outage_said_once(console, own_server.url)
     assert call("memory.get", {"memory_key": "during"}, token).status == 404  # refused, so nothing of it is stored
     for table in ("memories", "memory_embeddings", "memory_terms"):  # not even a side row a sweep would retire
         assert not clickhouse.query_value(
             f"SELECT count() FROM {table} WHERE memory_key = {{key:String}}", {"key": "during"}
         ), table
     assert call("memory.set", {"memory_key": "after", "value": "stored after the freeze"}, token).status == 201
-    said = [record.getMessage() for record in caplog.records if record.name == "retrieval.store.clickhouse"]
-    assert [line.split(": ")[0] for line in said if " is unavailable" in line] == [
-        f"ClickHouse at {own_server.url} is unavailable"
-    ]
-    assert len([line for line in said if "answers again" in line]) == 1
-    assert not [record for record in caplog.records if record.name.startswith(("urllib3", "clickhouse_connect"))]
 
 
-def test_a_server_killed_mid_load_loses_no_acknowledged_write(tmp_path, alice, call, settings):
+def test_a_server_killed_mid_load_loses_no_acknowledged_write(tmp_path, alice, call, settings, console):
     """SIGKILL while writes stream in, the same data restarted on the same ports: refusals are fast 503s, the
     service answers again by itself, and every write it acknowledged (before, around and after) is read and
     searched."""
@@ -116,6 +133,7 @@ def test_a_server_killed_mid_load_loses_no_acknowledged_write(tmp_path, alice, c
             assert time.monotonic() < deadline, after.json
             time.sleep(0.1)
         acknowledged.append("after")
+        assert_outage_said_once(console, server.url)
         got = call("memory.bulk_get", {"memory_keys": acknowledged}, token).json
         assert got["missing"] == [] and len(got["memories"]) == len(acknowledged)
         for key in (acknowledged[0], acknowledged[-2]):  # the first, and the last before the kill
@@ -125,3 +143,54 @@ def test_a_server_killed_mid_load_loses_no_acknowledged_write(tmp_path, alice, c
         clickhouse.flush_later()
         clickhouse.use(previous)
         server.stop()
+
+
+@pytest.fixture
+def console():
+    """What the service's console log handler (settings.LOGGING) writes meanwhile, from WARNING up."""
+    handler = next(h for h in logging.getLogger().handlers if any(isinstance(f, OutageLogged) for f in h.filters))
+    written = io.StringIO()
+    previous, level = handler.setStream(written), logging.getLogger().level
+    logging.getLogger().setLevel(logging.WARNING)
+    yield written
+    handler.setStream(previous)
+    logging.getLogger().setLevel(level)
+
+
+def test_searches_queued_on_a_frozen_server_each_answer_within_the_budget(
+    own_server, alice, call, settings, console, transactional_db
+):
+    """Eight searches at once in one process meet a frozen engine: each answers 503 within its request's budget,
+    however long it queued behind the others (a wait for a lock is the request's time too), and the first search
+    after the engine thaws is served. The log says the outage once as it begins and once as it ends: no line per
+    failed read, and none with the driver's request URL (its query string carries the bound parameters)."""
+    settings.LOOM_CLICKHOUSE_QUERY_TIMEOUT_S = settings.LOOM_CLICKHOUSE_WRITE_TIMEOUT_S = 1.0
+    settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S = 1.5
+    token = alice.token("writer")
+    assert call("memory.set", {"memory_key": "before", "value": "the freeze drill is on friday"}, token).status == 201
+    assert call("memory.search", {"query": "freeze drill"}, token).status == 200  # warm: the copies are loaded
+
+    # Eight request threads, each with its client to the engine open, as a server's worker keeps them.
+    pool, warm = ThreadPoolExecutor(8), threading.Barrier(8)
+    assert all(
+        pool.map(
+            lambda n: warm.wait(30) >= 0 and call("memory.get", {"memory_key": "before"}, token).status == 200, range(8)
+        )
+    )
+    os.kill(own_server.process.pid, signal.SIGSTOP)
+
+    def search(n: int) -> tuple[int, str | None, float]:
+        start = time.monotonic()
+        reply = call("memory.search", {"query": f"when is drill {n}"}, token)
+        return reply.status, reply.error, time.monotonic() - start
+
+    with pool:
+        answers = list(pool.map(search, range(8)))
+    os.kill(own_server.process.pid, signal.SIGCONT)
+    assert {(status, error) for status, error, _ in answers} == {(503, "CLICKHOUSE_UNAVAILABLE")}, answers
+    assert max(took for *_, took in answers) < 1.5 + 0.5, answers  # the budget, and a margin for this busy box
+
+    after = call("memory.search", {"query": "freeze drill"}, token)
+    assert after.status == 200, after.json
+    assert [hit["memory_key"] for hit in after.json["hits"]][:1] == ["before"]
+    assert_outage_said_once(console, own_server.url)

@@ -5,6 +5,7 @@ search reads at once, though its vector mirror was loaded before: whether search
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -306,13 +307,22 @@ def test_searches_queued_behind_a_delta_read_take_its_answer(backend, agent, oth
             vector_mirror.sync(org, [agent.namespace], "fake-ngram-384")
         delta_reads.extend(sql for sql in statements if "inserted_at >" in sql)
 
+    under_way, done = threading.Event(), threading.Event()
+
+    def read_under_way():  # a delta read the searches find under way: each begins, then waits on it
+        under_way.set()
+        assert done.wait(30)
+
+    reading = threading.Thread(target=mirror.delta.since, args=(time.monotonic(), read_under_way))
+    reading.start()
+    assert under_way.wait(30)
     searches = [threading.Thread(target=search_begins) for _ in range(4)]
-    with mirror.syncing:  # held, as by a read under way: each search begins, then waits on it
-        for search in searches:
-            search.start()
-        waiting = {search.ident for search in searches}
-        wait_until(lambda: all(sys._current_frames()[ident].f_code.co_name == "sync" for ident in waiting))
     for search in searches:
-        search.join(timeout=30)
+        search.start()
+    waiting = {search.ident for search in searches}
+    wait_until(lambda: all(sys._current_frames()[ident].f_code.co_name == "wait" for ident in waiting))
+    done.set()
+    for thread in (reading, *searches):
+        thread.join(timeout=30)
     assert len(delta_reads) == 1
     assert agent.hits("where is the quarterly offsite")[0] == "offsite"

@@ -103,3 +103,19 @@ def test_the_servers_worker_sweeps_by_itself(backend, agent, monkeypatch, settin
     finally:
         embed_pending.stop_worker()
     assert live(org, "lost", "memory_terms") == 0
+
+
+def test_a_write_that_failed_before_its_vectors_is_swept(backend, agent, monkeypatch):
+    """A write whose vector rows failed (the engine frozen mid-batch) may have stored its term rows beside them:
+    they count in the BM25 statistics until the sweep retires them, though no vector row names the version."""
+    org = agent_org(agent)
+    agent.set({"memory_key": "kept", "value": "Backups run nightly at two"})
+    before = documents(org)
+    failed_write(agent, monkeypatch, "lost", "Backups are copied to Frankfurt", at="memory_embeddings")
+    assert live(org, "lost", "memory_embeddings") == 0 and live(org, "lost", "memory_terms") > 0
+    assert documents(org) == before + 1
+
+    assert repair(org, "--grace-minutes", "0") == "swept 1 row versions a failed write left behind"
+    assert live(org, "lost", "memory_terms") == 0 and documents(org) == before
+    assert live(org, "kept", "memory_terms") > 0 and live(org, "kept", "memory_embeddings") == 1
+    assert repair(org, "--grace-minutes", "0") == "nothing to sweep"

@@ -28,7 +28,7 @@ REVIEWED = {
     ("retrieval/ingest/reembed.py", "table"),  # a loop over the vector tables' names
     ("retrieval/store/vector_mirror.py", "where"),  # the tenant condition with bound parameters
     ("retrieval/store/vector_mirror.py", "columns"),  # a tuple of column names
-    ("retrieval/ingest/write.py", "table"),  # a loop over _SIDE_TABLES
+    ("retrieval/ingest/write.py", "table"),  # a loop over SIDE_TABLES
     ("retrieval/ingest/write_gates.py", "batch_scope"),  # built from vector_mirror.SCOPE
     ("retrieval/ingest/write_gates.py", "same_scope"),  # built from vector_mirror.SCOPE
 }

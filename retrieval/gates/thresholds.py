@@ -94,8 +94,7 @@ def in_force(org: str, namespace: str, embedding_model: str) -> tuple[Gates, cal
             lambda: calibration.namespace_stored(org, namespace, embedding_model),
         )
         cluster = _cluster(embedding_model)
-    except clickhouse.ClickHouseUnavailable as exc:
-        log.warning("calibration unreadable, serving the scalar gates: %s", exc)
+    except clickhouse.ClickHouseUnavailable:  # the scalar gates serve (the outage is logged as it begins and ends)
         return scalar(), None
     below = _gates("cluster", cluster) if cluster is not None else scalar()
     if own is not None:  # a gate the namespace's pairs did not support comes from the tier below

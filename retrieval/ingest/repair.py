@@ -1,7 +1,7 @@
 """Sweeping what a failed write left behind.
 
 A write stores its side rows first (vectors, chunks, entity rows, terms) and its
-`memories` row last: that row is the commit. A write that fails between them
+`memories` row last: that row is the commit. A write that fails before it
 (ClickHouse gone mid-batch, a request over its ClickHouse budget) answers 503 and
 leaves side rows of a version no `memories` row names. No read serves them (a hit
 is hydrated from `memories`), but they count in the namespace's BM25 statistics and
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from retrieval import metrics
-from retrieval.ingest.write import DELETED, retire_side_rows
+from retrieval.ingest.write import DELETED, SIDE_TABLES, retire_side_rows
 from retrieval.store import clickhouse, vector_mirror
 from retrieval.store.rows import THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
@@ -27,21 +27,31 @@ def grace() -> timedelta:
     return timedelta(seconds=settings.LOOM_REPAIR_GRACE_S)
 
 
+# The live versions of every table a write stores rows in before its `memories` row: the vectors, chunks and
+# entity rows (`retire_side_rows`) and the terms. A write may fail after any of them, so each is asked.
+_WRITTEN_VERSIONS = " UNION ALL ".join(
+    f"""
+    SELECT org, namespace, memory_key, agent, session_id, version FROM {table} FINAL
+    WHERE status = 'active' AND version < {{before:UInt64}}
+      AND ({{org:Nullable(String)}} IS NULL OR org = {{org:Nullable(String)}})
+    """
+    for table in (*SIDE_TABLES, "memory_terms")
+)
+
+
 def orphans(grace: timedelta, org: str | None = None) -> dict[tuple[str, str], list[tuple]]:
-    """Live vector rows older than `grace` whose version has no `memories` row (of one org, or all), by (org,
-    namespace)."""
+    """Versions begun more than `grace` ago (a version is its write's start, in ns) with a live row in any table a
+    write touches and no `memories` row (of one org, or all), by (org, namespace)."""
     rows = clickhouse.query_rows(
-        """
-        SELECT DISTINCT org, namespace, memory_key, agent, session_id, version FROM memory_embeddings FINAL
-        WHERE status = 'active' AND created_at < {before:DateTime64(3, 'UTC')}
-          AND ({org:Nullable(String)} IS NULL OR org = {org:Nullable(String)})
-          AND (org, namespace, memory_key, agent, session_id, version) NOT IN (
-              SELECT org, namespace, memory_key, agent, session_id, version FROM memories
-              WHERE {org:Nullable(String)} IS NULL OR org = {org:Nullable(String)}
-          )
+        f"""
+        SELECT DISTINCT org, namespace, memory_key, agent, session_id, version FROM ({_WRITTEN_VERSIONS})
+        WHERE (org, namespace, memory_key, agent, session_id, version) NOT IN (
+            SELECT org, namespace, memory_key, agent, session_id, version FROM memories
+            WHERE {{org:Nullable(String)}} IS NULL OR org = {{org:Nullable(String)}}
+        )
         ORDER BY org, namespace, memory_key, agent, session_id, version
         """,
-        {"before": datetime.now(UTC) - grace, "org": org},
+        {"before": int((datetime.now(UTC) - grace).timestamp() * 1e9), "org": org},
     )
     found: dict[tuple[str, str], list[tuple]] = {}
     for org, namespace, *identity in rows:

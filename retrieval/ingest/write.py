@@ -538,7 +538,7 @@ class _Graph:
 
 
 # The side tables that carry a row version's status: vectors, chunks, the entity graph.
-_SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
+SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
 
 
 def retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
@@ -552,7 +552,7 @@ def retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int)
         "revision": revision,
         **versions([(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]),
     }
-    for table in _SIDE_TABLES:
+    for table in SIDE_TABLES:
         clickhouse.command(
             f"""
             INSERT INTO {table}

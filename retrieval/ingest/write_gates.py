@@ -174,8 +174,10 @@ def _nearest_stored(
             waited,
         )
         return None
-    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+    except clickhouse.ClickHouseError as exc:
         log.warning("write gates skipped for %d rows of %s/%s: %s", len(keys), scope.org, scope.namespace, exc)
+        return None
+    except clickhouse.ClickHouseUnavailable:  # the write's own statements meet it next (the outage is logged)
         return None
 
 

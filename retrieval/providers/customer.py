@@ -146,8 +146,8 @@ class _Copy:
             try:
                 self.off = frozenset(_read_off())
                 self.read_at, self.changed_here = time.monotonic(), False
-            except clickhouse.ClickHouseUnavailable as exc:
-                log.error("could not read the model-call switches: %s", exc)
+            except clickhouse.ClickHouseUnavailable:
+                pass  # (logged as the outage begins and ends); the copy serves until it is too old to trust
             if self.read_at is None or now - self.read_at > settings.LOOM_MODEL_CALLS_POLICY_MAX_STALE_SECONDS:
                 raise SwitchUnread("the model-call switches could not be read recently enough to trust")
             return self.off

@@ -21,7 +21,7 @@ what any reader saw before either, and that difference is all a reader needs. Na
 and then; a shared slot only costs a read.
 
 With `engine`, the searches of one process that queue behind a count read take the next read's answer: a read that
-began after a search began saw every write acknowledged before it (`_Counts`). A read is a round trip (2.5 ms here,
+began after a search began saw every write acknowledged before it (`SharedRead`). A read is a round trip (2.5 ms here,
 0.6 ms of it the worker's CPU, against 1.6 ms for `SELECT 1`); 8 clients on two workers: the busier worker read
 counts for 408 of 1,000 searches, and 141-178 -> 157-198 searches/s (five runs each way, alternated).
 
@@ -34,20 +34,19 @@ that no other writer came between, so with `engine` the next search after a writ
 
 import fcntl
 import logging
-import math
 import mmap
 import os
 import secrets
 import struct
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from hashlib import blake2b
 
 from django.conf import settings
 
 from retrieval.store import clickhouse
+from retrieval.store.shared_read import SharedRead
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +103,9 @@ def advanced(asked: Stamp | None, swapped: tuple[int, int] | None) -> Stamp | No
 
 def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
     """Each namespace's stamp now, read before asking the engine what changed (so a write stamped meanwhile is asked
-    again): from the host's file, or the engine's write counts (one statement). Empty on the embedded engine, and
-    when the engine does not answer: every copy then asks (and fails open, as its read does)."""
+    again): from the host's file, or the engine's write counts (one statement, shared by the searches queued behind
+    it). Empty on the embedded engine, and when the engine refuses the statement: every copy then asks. An engine
+    that does not answer fails the search (ClickHouseUnavailable), and the searches queued behind its read with it."""
     marker, at = _marker(), time.monotonic()
     if marker == "host":
         slots = _slots()
@@ -116,7 +116,7 @@ def read(org: str, namespaces: list[str]) -> dict[str, Stamp]:
     named = tuple(sorted(set(namespaces)))
     try:
         counts, read_at = _counts(org, named).since(at, lambda: _count(org, named))
-    except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+    except clickhouse.ClickHouseError as exc:
         log.warning("write counts of %s unread, every copy asks: %s", org, exc)
         return {}
     return {namespace: Stamp(*counts.get(namespace, (0, 0)), read_at) for namespace in namespaces}
@@ -135,37 +135,18 @@ def _count(org: str, namespaces: tuple[str, ...]) -> dict[str, tuple[int, int]]:
     return {namespace: (vectors, side) for namespace, vectors, side in counted}
 
 
-@dataclass
-class _Counts:
-    """One org's namespaces' write counts, read one statement at a time and shared by the searches queued behind
-    it."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    began: float = -math.inf  # time.monotonic() when the last read began
-    counts: dict = field(default_factory=dict)
-
-    def since(self, asked: float, count: Callable[[], dict]) -> tuple[dict, float]:
-        """Counts read by a statement that began at or after `asked` (so every write acknowledged before then is
-        in them), and when it began: the last read's, else a new one's."""
-        with self.lock:
-            if self.began < asked:
-                began = time.monotonic()
-                self.counts, self.began = count(), began  # (a failed read leaves the last one's, too old to serve)
-            return self.counts, self.began
-
-
-_shared_counts: dict[tuple, _Counts] = {}
+_shared_counts: dict[tuple, SharedRead] = {}
 _sharing = threading.Lock()
 MAX_SHARED = 4096  # sets of namespaces whose counts are shared; past it the table starts again (it only saves reads)
 
 
-def _counts(org: str, namespaces: tuple[str, ...]) -> _Counts:
+def _counts(org: str, namespaces: tuple[str, ...]) -> SharedRead:
     key = (clickhouse.target(), org, namespaces)
     with _sharing:
         if (shared := _shared_counts.get(key)) is None:
             if len(_shared_counts) >= MAX_SHARED:
                 _shared_counts.clear()
-            shared = _shared_counts[key] = _Counts()
+            shared = _shared_counts[key] = SharedRead()
         return shared
 
 

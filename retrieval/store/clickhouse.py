@@ -30,6 +30,7 @@ import numpy as np
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
 from django.conf import settings
 from urllib3 import Timeout
+from urllib3.exceptions import ReadTimeoutError
 
 from retrieval import cores, metrics
 from retrieval.store import native
@@ -149,6 +150,13 @@ class _Budget:
         with self.lock:
             self.left -= seconds
 
+    @staticmethod
+    def spent(waiting: str = "") -> "ClickHouseUnavailable":
+        return ClickHouseUnavailable(
+            f"the request spent its ClickHouse budget{waiting} (LOOM_CLICKHOUSE_REQUEST_BUDGET_S="
+            f"{settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S:g})"
+        )
+
     def timeout(self, method: str) -> Timeout:
         """A statement's limit: its kind's timeout, or what is left of the budget."""
         kind = (
@@ -158,10 +166,7 @@ class _Budget:
         )
         limit = min(kind, self.left)
         if limit <= 0:
-            raise ClickHouseUnavailable(
-                "the request spent its ClickHouse budget (LOOM_CLICKHOUSE_REQUEST_BUDGET_S="
-                f"{settings.LOOM_CLICKHOUSE_REQUEST_BUDGET_S:g})"
-            )
+            raise self.spent()
         return Timeout(connect=min(_BACKGROUND_TIMEOUT.connect_timeout, limit), read=limit)
 
 
@@ -176,6 +181,23 @@ def budget() -> Iterator[None]:
         yield
     finally:
         _local.budget = previous
+
+
+def wait_for(ready: Callable[[float | None], bool]) -> None:
+    """Wait as this thread's next statement would, for `ready(timeout)` (another request's statement to end): the
+    wait is charged to the request's budget, and one the budget cannot cover fails as an unanswered statement does.
+    Background work waits as long as it takes (the statement it waits for is bounded)."""
+    spent = getattr(_local, "budget", None)
+    if spent is None:
+        ready(None)
+        return
+    start = time.monotonic()
+    try:
+        done = spent.left > 0 and ready(spent.left)
+    finally:
+        spent.spend(time.monotonic() - start)
+    if not done:
+        raise spent.spent(" waiting for another's statement")
 
 
 @contextmanager
@@ -231,8 +253,8 @@ def _connect(dsn: str, timeout: Timeout = None):
             ) from None
         raise ClickHouseUnavailable(f"Cannot open the embedded ClickHouse engine: {exc}") from None
     except (OperationalError, OSError) as exc:
-        _outage.began(exc)
-        raise ClickHouseUnavailable(f"Cannot reach ClickHouse at {_redact(dsn)}: {exc}") from None
+        _outage.began(_reason(exc))
+        raise ClickHouseUnavailable(f"Cannot reach ClickHouse at {_redact(dsn)}: {_reason(exc)}") from None
     client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
     client.database = database()
     return client
@@ -316,26 +338,26 @@ def _run(method: str, *args, **kwargs):
         recording.append(f"INSERT INTO {args[0]}" if method == "raw_insert" else args[0])
     if kwargs.get("parameters"):
         args, kwargs = _bind_vectors(args, kwargs)
-    spent = getattr(_local, "budget", None)
+    spent, start = getattr(_local, "budget", None), time.monotonic()
     timeout = _BACKGROUND_TIMEOUT if spent is None else spent.timeout(method)
-    engine, embedded = client(timeout), backend() == "embedded"
-    if hasattr(engine, "timeout"):  # an HTTP client (this thread's own): its read waits no longer than the limit
-        engine.timeout = timeout
-    if spent is not None:  # and the engine stops the statement there too
+    if spent is not None:  # the engine stops the statement at the limit too
         kwargs = {
             **kwargs,
             "settings": {**kwargs.get("settings", {}), "max_execution_time": math.ceil(timeout.read_timeout)},
         }
-    start = time.monotonic()
     try:
+        engine, embedded = client(timeout), backend() == "embedded"  # (opening this thread's client is the request's)
+        if hasattr(engine, "timeout"):  # an HTTP client (this thread's own): its read waits no longer than the limit
+            engine.timeout = timeout
         # The embedded engine runs in this process, on its own threads too.
         with cores.anywhere(embedded), _named_as_before(embedded):
             answer = getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
-        _outage.began(exc)
-        raise ClickHouseUnavailable(f"ClickHouse is unavailable: {exc}") from None
+        _outage.began(_reason(exc))
+        raise ClickHouseUnavailable(f"ClickHouse is unavailable: {_reason(exc)}") from None
     except DatabaseError as exc:
         if spent is not None and "TIMEOUT_EXCEEDED" in str(exc):
+            _outage.began("no answer within the request's limit")
             raise ClickHouseUnavailable(f"ClickHouse did not answer within the request's limit: {exc}") from None
         log.error("ClickHouse refused a statement: %s", exc)
         raise ClickHouseError(str(exc)) from None
@@ -356,12 +378,12 @@ class _Outages:
         self.since: dict[str, tuple[float, int]] = {}  # target: (when it began, statements refused since)
         self.lock = threading.Lock()
 
-    def began(self, exc: Exception) -> None:
+    def began(self, reason: str) -> None:
         dsn = target()
         with self.lock:
             began, refused = self.since.get(dsn, (time.monotonic(), 0))
             if not refused:
-                log.error("ClickHouse at %s is unavailable: %s", _redact(dsn), exc)
+                log.error("ClickHouse at %s is unavailable: %s", _redact(dsn), reason)
                 metrics.outages.inc()
             self.since[dsn] = began, refused + 1
 
@@ -380,6 +402,19 @@ class _Outages:
 
 
 _outage = _Outages()
+
+
+class OutageLogged(logging.Filter):
+    """Drops a record that only repeats an outage already logged as it began (`_Outages`): a failed read that fails
+    open, a cache miss, a skipped check, each citing the ClickHouseUnavailable it met. Without it an outage logged
+    a line per read of every request it met (3,037 lines in 11.6 s of a kill). On the console handler (settings)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cited = record.args if isinstance(record.args, tuple) else ()
+        raised = record.exc_info[1] if record.exc_info else None
+        return not any(isinstance(said, ClickHouseUnavailable) for said in (*cited, raised))
+
+
 _KINDS = {"raw_insert": "insert", "command": "command"}
 
 
@@ -572,6 +607,20 @@ def command(sql: str, params: dict[str, Any] | None = None):
 def ping() -> str:
     """The engine's version; raises ClickHouseUnavailable when it cannot answer."""
     return str(query_value("SELECT version()"))
+
+
+def _reason(exc: BaseException) -> str:
+    """Why the engine did not answer, in a few words ("connection refused", "no answer in time"). The driver's
+    own text names the request's URL with its query string, which carries the statement's bound parameters (a
+    user's query among them): no log line or error says it."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror.lower()
+        if isinstance(seen, ReadTimeoutError | TimeoutError):
+            return "no answer in time"
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
 
 
 def _redact(dsn: str) -> str:

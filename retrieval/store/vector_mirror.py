@@ -55,6 +55,7 @@ from retrieval.language import text
 from retrieval.store import change_marker, clickhouse, native, pace, reads
 from retrieval.store.cells import Cells
 from retrieval.store.rows import META, THESE_VERSIONS, RowId, name_order, row_id, versions
+from retrieval.store.shared_read import SharedRead
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +130,7 @@ class Vectors:
         self.shown_asked = -math.inf
         # The engine time from which the next `sync` reads; None on the embedded engine, which needs none.
         self.since: datetime | None = None
-        self.syncing = threading.Lock()  # one delta read at a time; searches read the arrays meanwhile
-        self.delta_began = -math.inf  # time.monotonic() when the last delta read began
+        self.delta: SharedRead = SharedRead()  # one delta read at a time; searches read the arrays meanwhile
         self.asked: change_marker.Stamp | None = None  # the namespace's stamp as of the last delta read
         # How many live rows hold each stemmed word (value or key) and each entity ("\0" + lowercased): the names a
         # question is about are looked up here before ClickHouse is asked (retrieval/search/mentions.py).
@@ -1019,8 +1019,9 @@ def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None
     """Bring these namespaces' loaded mirrors up to what the engine holds (on a ClickHouse server, where other
     processes write; the embedded engine's writes all pass through this process). Once per op, before it reads
     the mirrors, unless the namespace's stamp (`stamps`, as `change_marker.read` gave them; read here when not given)
-    says no write came since the last read (retrieval/store/change_marker.py). A mirror that cannot be brought up to
-    date is dropped: ClickHouse answers until it loads again."""
+    says no write came since the last read (retrieval/store/change_marker.py). A mirror the engine refuses to bring
+    up to date is dropped: ClickHouse answers until it loads again. An engine that does not answer fails the op
+    (ClickHouseUnavailable), and the mirror stays, to be read on from where it was once the engine answers."""
     if not enabled() or clickhouse.backend() == "embedded":
         return
     target, began = clickhouse.target(), time.monotonic()
@@ -1033,16 +1034,15 @@ def sync(org: str, namespaces: list[str], model: str, stamps: dict | None = None
             if change_marker.unchanged(mirror.asked, stamp, "vectors"):
                 _ask_shown(mirror, org, namespace)
                 continue
-            with mirror.syncing:
-                # A delta read that began after this op did saw every write acknowledged before it: the searches
-                # queued behind one read take its answer instead of each reading again (with writes coming, every
-                # search of every thread found the namespace changed, and the reads queued on the engine).
-                if mirror.delta_began >= began:
-                    continue
-                mirror.delta_began = time.monotonic()
+
+            # The searches queued behind one delta read take its outcome instead of each reading again (with writes
+            # coming, every search of every thread found the namespace changed, and the reads queued on the engine).
+            def read_delta(mirror=mirror, namespace=namespace, stamp=stamp) -> None:
                 _read_delta(mirror, org, namespace, model)
                 mirror.asked = stamp
-        except (clickhouse.ClickHouseError, clickhouse.ClickHouseUnavailable) as exc:
+
+            mirror.delta.since(began, read_delta)
+        except clickhouse.ClickHouseError as exc:
             log.warning("vector mirror of %s/%s dropped: its delta read failed: %s", org, namespace, exc)
             with _lock:
                 _mirrors.pop(key, None)
