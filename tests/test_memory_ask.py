@@ -335,6 +335,35 @@ def test_a_stripe_live_key_is_stored_high_and_never_embedded_searched_or_sent_to
 
 
 @pytest.mark.parametrize(
+    "placed",
+    [
+        {"memory_key": "stripe.sk_live_ 4eC39HqLyjWDarjtT1zdp7dc"},  # a key split at its prefix, in the key
+        {"tags": ["billing", "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]},
+        {"entities": ["Stripe", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"]},
+    ],
+    ids=["memory_key", "tags", "entities"],
+)
+def test_a_secret_in_any_field_keeps_the_row_out_of_search_and_prompts(
+    backend, openai_embedder, openai_llm, model_server, ranker, placed
+):
+    """Every text a row carries is scanned, not its value alone: a secret in its key, a tag or an entity came back
+    in hits and went into memory.ask's prompt."""
+    secret = "4eC39HqLyjWDarjtT1zdp7dc" if "memory_key" in placed or "entities" in placed else "wJalrXUtnFEMI"
+    row = {"memory_key": "billing.stripe", "value": "Billing payments run through Stripe", **placed}
+    stored = ranker.set(row, {"memory_key": "billing.plan", "value": "Billing is on the pro plan"}).json["items"]
+    assert [(item["sensitivity"], item["sensitivity_reason"]) for item in stored] == [
+        ("high", "credential"),
+        ("low", None),
+    ]
+    assert ranker.hits("stripe billing payments", min_similarity=0, search_mode="hybrid") == ["billing.plan"]
+    model_server.script(Answer(content="Billing is on the pro plan [1]."))
+    assert ask(ranker, "How do billing payments run?").status == 200
+    assert model_server.chat_requests() and not [
+        seen for seen in model_server.requests if secret in json.dumps(seen.body)
+    ]
+
+
+@pytest.mark.parametrize(
     "body,code,field",
     [
         ({}, "MISSING_FIELD", "query"),

@@ -112,6 +112,13 @@ SECRETS = [
     "my key is sk-proj-abcdefghijklmnopqrstuvwx",  # no capital, no digit: not key-shaped, still a key
     "claude key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
     'signing value "q8Xz3LmP0vR7tY2wK9nB5cF1hJ6dG4sA" in the vault',
+    # Assigned unquoted to a secret-named variable, as in an env file or a shell.
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "DB_PASSWORD=hunter2hunter2",
+    "stripe:\n  api_key: 9fK2mQ7xL4pR8tW1",
+    # Split at its prefix.
+    "Stripe live key sk_live_ 4eC39HqLyjWDarjtT1zdp7dc for billing",
 ]
 
 
@@ -145,8 +152,28 @@ def test_high_sensitivity_values_are_detected(value, reason):
         "the API key rotation happens monthly",
         "The order ID is ORD-2026-000123456, shipped Tuesday",
         "Base64 of 'hello' is aGVsbG8=",
+        # Markup with a link and quoted words: no quoted string is key-shaped.
+        '</script><h1 id="injected">owned</h1><a href="https://attacker.test">log in again</a>',
+        "max_tokens=4096 and token_budget: 8000000",  # numbers assigned to a secret-ish name are settings
+        "sort_key = created_at for the export",
+        "the secret: we meet at noon",
     ],
 )
 def test_ordinary_values_are_not_flagged(value):
     assert sensitivity.detect(value) is None
     assert sensitivity.effective("medium", value) == ("medium", None)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ("the wifi password", ": correct-horse-battery"),  # a stated secret's parts in two texts
+        ("4111 1111", "1111 1111"),  # a card number's halves
+        ("sk_live_", "4eC39HqLyjWDarjtT1zdp7dc"),  # a key's prefix and its body
+        ("DB_PASSWORD", "=hunter2hunter2"),
+    ],
+)
+def test_a_rows_texts_are_judged_apart(texts):
+    """A row's texts are scanned in one pass, but nothing found spans two of them."""
+    assert sensitivity.effective("low", *texts) == ("low", None)
+    assert sensitivity.effective("low", "".join(texts)) == ("high", sensitivity.detect("".join(texts)))

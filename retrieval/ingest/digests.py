@@ -55,7 +55,7 @@ def set_digests(scope: Scope, agent: str, items: list[DigestInput]) -> list[Dige
     stored = reads.live_side("session_summaries", scope, [item.session_id for item in items])
     now, results, rows, todo = datetime.now(UTC), [], [], []
     for item in items:
-        level, reason = sensitivity.effective(item.sensitivity, item.summary)
+        level, reason = sensitivity.effective(item.sensitivity, item.summary, item.session_id, item.user_id)
         previous = stored.get(item.session_id)
         stated = (item.summary, item.session_date, item.user_id, level)
         if previous and stated == tuple(previous[name] for name in _STATED):

@@ -40,7 +40,7 @@ def set_summaries(scope: Scope, items: list[EntityInput]) -> list[EntityResult]:
     now, results, rows = datetime.now(UTC), [], []
     for item in items:
         key = item.entity.lower()
-        level, reason = sensitivity.effective(item.sensitivity, item.summary)
+        level, reason = sensitivity.effective(item.sensitivity, item.summary, item.entity)
         previous = stored.get(key)
         stated = (item.entity, item.summary, level)
         if previous and stated == tuple(previous[name] for name in ("name", "summary", "sensitivity")):

@@ -9,8 +9,9 @@ Credentials in known formats (cloud, Stripe, Slack, GitHub, GitLab, JWTs,
 private keys, and the rest of detect-secrets' plugins) and quoted high-entropy
 strings are found by detect-secrets, which is maintained as formats change;
 what it does not cover is here: a secret stated in prose ("the wifi password:
-..."), OpenAI-style `sk-` keys of the current formats, and the Luhn, SSN and
-PIN checks.
+..."), or assigned to a secret-named variable unquoted (an env file's line), a
+key split at its prefix, OpenAI-style `sk-` keys of the current formats, and
+the Luhn, SSN and PIN checks.
 """
 
 import re
@@ -32,7 +33,14 @@ _STATED_SECRET = re.compile(
     r"auth[ _-]?token|client[ _-]?secret)\b\s*(?:is|was|:|=)\s*\S{4,}",
     re.IGNORECASE,
 )
-_SECRET_WORDS = ("pass", "key", "token", "secret")
+# An assignment to a secret-named variable, as in an env file or a shell (`aws_secret_access_key = wJalr...`,
+# `export DB_PASSWORD=hunter22`): detect-secrets' keyword plugin wants its value quoted. A value of digits alone
+# (`max_tokens=4096`) is a setting, not a secret.
+_ASSIGNED = re.compile(r"""(?:^|[\s;,(])(?:export\s+)?([A-Za-z_][\w.-]*)\s*[:=]\s*["']?(?!\d+\b)([^\s"']{8,})""")
+_SECRET_NAME = re.compile(r"secret|passw|passphrase|token|api_?key|private_?key|access_?key|credential", re.IGNORECASE)
+_SECRET_WORDS = ("pass", "key", "token", "secret", "credential")
+# A key split at its prefix (`sk_live_ 51H...`, pasted across a line break): read again with the gap closed.
+_SPLIT_KEY = re.compile(r"\b([A-Za-z]{2,8}(?:_[A-Za-z]{2,8})?[_-])\s+(?=[A-Za-z0-9]{12,})")
 # OpenAI (and Anthropic) secret keys as issued today: detect-secrets' OpenAI plugin knows only the older format.
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")
 # What key material looks like: a run of 16+ token characters with a digit or a capital after its first. Without
@@ -52,7 +60,19 @@ def _plugins() -> tuple:
         for plugin in get_mapping_from_secret_type_to_class().values()
         if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector
     ]
-    return (*formats, Base64HighEntropyString())
+    return (*formats, _HighEntropy())
+
+
+class _HighEntropy(Base64HighEntropyString):
+    """A quoted base64 string past the plugin's entropy limit: the plugin's `analyze_string` yields every quoted
+    string and leaves the limit to its line scan (`"injected"`, in a value with a URL, read as a key)."""
+
+    def analyze_string(self, string: str):
+        return (
+            found
+            for found in super().analyze_string(string)
+            if self.calculate_shannon_entropy(found) > self.entropy_limit
+        )
 
 
 def _key_material(text: str) -> bool:
@@ -69,10 +89,16 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _assigned_secret(text: str) -> bool:
+    return any(_SECRET_NAME.search(name) for name, _ in _ASSIGNED.findall(text))
+
+
 def detect(text: str) -> str | None:
     """What makes `text` high-sensitivity ('credential', 'card_number', 'ssn', 'pin'), or None."""
     lowered = text.lower()
-    if any(word in lowered for word in _SECRET_WORDS) and _STATED_SECRET.search(text):
+    if any(word in lowered for word in _SECRET_WORDS) and (_STATED_SECRET.search(text) or _assigned_secret(text)):
+        return "credential"
+    if _SPLIT_KEY.search(text) and detect(_SPLIT_KEY.sub(r"\1", text)) == "credential":
         return "credential"
     if "sk-" in text and _SK_KEY.search(text):  # its own check: such a key need not look like key material
         return "credential"
@@ -91,7 +117,26 @@ def detect(text: str) -> str | None:
     return None
 
 
-def effective(declared: str, text: str) -> tuple[str, str | None]:
-    """The level a value is stored at: declared, raised to high when detected."""
-    reason = detect(text)
+# Short texts found clean (agents, sessions, users, tags: the same few on row after row), so that a row's many
+# texts cost about what its value does. Never a text found secret: no secret is kept past its write.
+_CLEAN_SHORT: set[str] = set()
+SHORT, MAX_CLEAN_SHORT = 64, 16_384
+
+
+def _detect_named(text: str) -> str | None:
+    if text in _CLEAN_SHORT:
+        return None
+    found = detect(text)
+    if found is None and len(text) <= SHORT:
+        if len(_CLEAN_SHORT) >= MAX_CLEAN_SHORT:
+            _CLEAN_SHORT.clear()
+        _CLEAN_SHORT.add(text)
+    return found
+
+
+def effective(declared: str, *texts: str) -> tuple[str, str | None]:
+    """The level a row is stored at: declared, raised to high when any of its texts (its value, key, tags,
+    entities...: all that a hit would show or a prompt quote) is detected. Each text is judged apart: nothing found
+    spans two."""
+    reason = next((found for text in texts if text and (found := _detect_named(text))), None)
     return ("high", reason) if reason else (declared, None)

@@ -57,6 +57,12 @@ class MemoryInput:
     def identity(self) -> tuple[str, str, str]:
         return (self.memory_key, self.agent, self.session_id)
 
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Every text the row carries, each judged for secrets: a hit shows them and a prompt may quote them."""
+        named = (self.memory_key, self.agent, self.session_id, self.category, self.user_id, self.run_id)
+        return (self.value, *named, *self.tags, *self.entities, *(part for triple in self.triples for part in triple))
+
 
 # The fields whose change makes a new version; a write equal on all of them is a no-op.
 _CONTENT = tuple(f.name for f in fields(MemoryInput) if f.name not in ("memory_key", "agent", "session_id"))
@@ -117,7 +123,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
     ):
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
         reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
-        levels = [sensitivity.effective(item.sensitivity, item.value) for item in items]
+        levels = [sensitivity.effective(item.sensitivity, *item.texts) for item in items]
         for item, (level, _) in zip(items, levels):  # stemmed meanwhile too: the term rows and the mirror reuse it
             if level != "high":
                 text.value_terms(item.value)
