@@ -164,18 +164,55 @@ class KeyList(serializers.ListField):
         return super().to_internal_value(data)
 
 
-class MemoryGet(OpInput):
+# read_scope reads the caller's own user (or session) only: it needs to know which ("-" is no filter).
+READ_SCOPE_RULES = tuple(
+    {
+        "if": {"required": ["read_scope"], "properties": {"read_scope": {"const": scope}}},
+        "then": {"required": needs, "properties": dict.fromkeys(needs, {"not": {"enum": ["", "-"]}})},
+    }
+    for scope, needs in (("own_user", ["user_id"]), ("own_session", ["user_id", "session_id"]))
+)
+
+
+def read_scope_needs(data: dict) -> dict:
+    """The request's own read_scope names whose rows it reads: it needs that user (and session), whatever else the
+    request is (a page of a parked result too). The token's read_scope is held to the same when the search runs
+    (retrieval/search/reach.py)."""
+    asked = data.get("read_scope")
+    needs = {"own_user": ("user_id",), "own_session": ("user_id", "session_id")}.get(asked, ())
+    for name in needs:
+        if data.get(name) in (None, "", "-"):
+            raise ValidationError(
+                {name: [ErrorDetail(f"read_scope {asked} needs the request's {name}", code="required")]}
+            )
+    return data
+
+
+class HeldRead(OpInput):
+    """A read of rows by key or listing: a read_scope (the token's, or the request's own) holds it to the rows of
+    the user (and session) it names; naming one without also narrows to them."""
+
+    user_id = String(max_chars=256, required=False, help_text="Only this end user's rows; '-' means no filter.")
+    session_id = String(max_chars=256, required=False, help_text="Only this session's rows.")
+    read_scope = Choice(("own_user", "own_session"), required=False)
+
+    rules = READ_SCOPE_RULES
+
+    def validate(self, data):
+        return read_scope_needs(data)
+
+
+class MemoryGet(HeldRead):
     memory_key = MemoryKey()
     agent = String(required=False, max_chars=128, help_text="Narrow to one writer; default every writer.")
-    session_id = String(required=False, max_chars=256)
     history = Boolean(default=False, help_text="Also return every version, newest first.")
 
 
-class MemoryBulkGet(OpInput):
+class MemoryBulkGet(HeldRead):
     memory_keys = KeyList(limit=MAX_BULK_KEYS)
 
 
-class MemoryList(OpInput):
+class MemoryList(HeldRead):
     order = Choice(("recent", "score"), default="recent")
     limit = Integer(min_value=1, max_value=1000, default=100)
     cursor = String(required=False, max_chars=1024)
@@ -289,30 +326,6 @@ class NamespaceRegister(OpInput):
     text_capture = Boolean(required=False, help_text="Consent to store query text in the search trace log.")
     rerank_endpoint = Reranker(required=False, help_text="The namespace's default reranker; empty: none.")
     description = String(required=False, max_chars=1024)
-
-
-# read_scope reads the caller's own user (or session) only: it needs to know which ("-" is no filter).
-READ_SCOPE_RULES = tuple(
-    {
-        "if": {"required": ["read_scope"], "properties": {"read_scope": {"const": scope}}},
-        "then": {"required": needs, "properties": dict.fromkeys(needs, {"not": {"enum": ["", "-"]}})},
-    }
-    for scope, needs in (("own_user", ["user_id"]), ("own_session", ["user_id", "session_id"]))
-)
-
-
-def read_scope_needs(data: dict) -> dict:
-    """The request's own read_scope names whose rows it reads: it needs that user (and session), whatever else the
-    request is (a page of a parked result too). The token's read_scope is held to the same when the search runs
-    (retrieval/search/reach.py)."""
-    asked = data.get("read_scope")
-    needs = {"own_user": ("user_id",), "own_session": ("user_id", "session_id")}.get(asked, ())
-    for name in needs:
-        if data.get(name) in (None, "", "-"):
-            raise ValidationError(
-                {name: [ErrorDetail(f"read_scope {asked} needs the request's {name}", code="required")]}
-            )
-    return data
 
 
 class HowToSearch(serializers.Serializer):
@@ -456,7 +469,7 @@ class SearchTraceLog(OpInput):
     before = String(max_chars=64, required=False, help_text="trace_id of the last row of the previous page")
 
 
-class MemoryTimeline(OpInput):
+class MemoryTimeline(HeldRead):
     entity = String(required=False, max_chars=256)
     tags = StringList(max_items=64, max_chars=128, required=False)
     memory_key_prefix = String(required=False, max_chars=512)
@@ -478,6 +491,7 @@ class MemoryTimeline(OpInput):
             },
             "then": False,
         },
+        *READ_SCOPE_RULES,
     )
 
     def validate(self, data):
@@ -485,10 +499,10 @@ class MemoryTimeline(OpInput):
             raise ValidationError(
                 {"entity": [ErrorDetail("send one of entity, tags or memory_key_prefix", code="required")]}
             )
-        return data
+        return super().validate(data)
 
 
-class MemoryRelated(OpInput):
+class MemoryRelated(HeldRead):
     memory_key = MemoryKey()
     min_overlap = Integer(min_value=1, max_value=64, default=1)
     top_k = Integer(min_value=1, max_value=500, default=20)

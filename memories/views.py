@@ -97,6 +97,12 @@ def _refuse_constant(name):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def held(scope: Scope, data: dict) -> Scope:
+    """The scope of a read by key or listing (inputs.HeldRead), held to the user and session it names under its
+    read_scope (Scope.reading); the fields leave `data`."""
+    return scope.reading(data.pop("read_scope", None), data.pop("user_id", None), data.pop("session_id", None))
+
+
 @functools.cache
 def _writer(serializer_class: type) -> serializers.Serializer:
     """One instance of each output serializer, made once: DRF deep-copies every declared field each time a
@@ -298,7 +304,8 @@ class MemoryGet(OpView):
     example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
-        rows = reads.get(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
+        scope = held(scope, data)
+        rows = reads.get(scope, data["memory_key"], data.get("agent"))
         if not rows:
             raise Refusal("MEMORY_NOT_FOUND", f"no memory with key {data['memory_key']!r}", "memory_key")
         payload = {**rows[0], "row_count": len(rows)}
@@ -318,7 +325,7 @@ class MemoryBulkGet(OpView):
     example = {"memory_keys": ["customer.acme.contact", "no.such.key"]}
 
     def run(self, scope, data):
-        keys = list(dict.fromkeys(data["memory_keys"]))
+        keys, scope = list(dict.fromkeys(data["memory_keys"])), held(scope, data)
         found = reads.bulk_get(scope, keys)
         audit.sensitive_reads(scope.org, scope.namespace, scope.subject, self.op, list(found.values()))
         return self.answer(
@@ -336,7 +343,7 @@ class MemoryList(OpView):
     example = {"limit": 10}
 
     def run(self, scope, data):
-        page = reads.list_keys(scope, **data)
+        page = reads.list_keys(held(scope, data), **data)
         return self.answer({"items": page.items, "next_cursor": page.next_cursor})
 
 
@@ -364,7 +371,7 @@ class MemoryTimeline(OpView):
     example = {"entity": "acme"}
 
     def run(self, scope, data):
-        rows, total = reads.timeline(scope, **data)
+        rows, total = reads.timeline(held(scope, data), **data)
         return self.answer({"results": rows, "total_matching": total})
 
 
@@ -378,7 +385,7 @@ class MemoryRelated(OpView):
     example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
-        rows, reason = reads.related(scope, **data)
+        rows, reason = reads.related(held(scope, data), **data)
         return self.answer({"results": rows, "reason": reason})
 
 

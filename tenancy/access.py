@@ -5,7 +5,7 @@ org and namespace a request addresses into a `Scope`, or refuses. Service
 code takes a `Scope` and reads `scope.org` from it, never from the request.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retrieval.errors import Refusal
 from tenancy.models import NAME_PATTERN, NAME_RULE, ApiToken
@@ -20,7 +20,7 @@ class Principal:
     role: Role
     namespaces: frozenset[str] | None  # None: every namespace of the org
     subject: str
-    read_scope: str = ""  # the token's ceiling on searches: "", own_user or own_session
+    read_scope: str = ""  # the token's ceiling on reads: "", own_user or own_session
 
     @classmethod
     def of_token(cls, token: ApiToken) -> "Principal":
@@ -46,6 +46,9 @@ class Principal:
         return self.namespaces is None or namespace in self.namespaces
 
 
+READ_SCOPE_ORDER = {"": 0, "own_user": 1, "own_session": 2}
+
+
 @dataclass(frozen=True)
 class Scope:
     """An authorized (org, namespace) for one request."""
@@ -55,10 +58,28 @@ class Scope:
     role: Role
     subject: str
     namespaces: frozenset[str] | None = None  # what else the caller may read (None: all of the org's)
-    read_scope: str = ""
+    read_scope: str = ""  # the token's ceiling on reads: "", own_user or own_session
+    # The end user and session every read of this request is held to (`reading`); None: any.
+    user_id: str | None = None
+    session_id: str | None = None
 
     def may_read(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
+
+    def reading(self, asked: str | None, user_id: str | None, session_id: str | None) -> "Scope":
+        """This scope held to the rows a read names: its user's (and session's) when it names one ("-": any). The
+        token's read_scope is a ceiling the request's own only narrows: under own_user a read must name its user,
+        under own_session its session too, and reads theirs alone, whatever the op (search, get, list, timeline)."""
+        in_force = max(self.read_scope or "", asked or "", key=READ_SCOPE_ORDER.__getitem__)
+        named = {
+            name: None if value in (None, "", "-") else value
+            for name, value in (("user_id", user_id), ("session_id", session_id))
+        }
+        needs = {"own_user": ("user_id",), "own_session": ("user_id", "session_id")}.get(in_force, ())
+        for name in needs:
+            if named[name] is None:
+                raise Refusal("MISSING_FIELD", f"read_scope {in_force} needs the request's {name}", name, 422)
+        return replace(self, **named)
 
 
 def authorize(principal: Principal, org: str | None, namespace: str, needs: Role) -> Scope:

@@ -80,8 +80,8 @@ class Tenant:
         self.org = Org.objects.create(name=f"{label}-{uuid.uuid4().hex[:10]}")
         self.name = self.org.name
 
-    def token(self, role: str = "writer", namespaces=()) -> str:
-        return ApiToken.issue(self.org, Role.parse(role), namespaces)[1]
+    def token(self, role: str = "writer", namespaces=(), read_scope: str = "") -> str:
+        return ApiToken.issue(self.org, Role.parse(role), namespaces, read_scope=read_scope)[1]
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
-"""Isolation as a property (hypothesis): whatever org, role, namespace grant, op and revocation a token is drawn
-with, and whatever org and namespace it names, it never reads, writes or counts anything of another org or of a
-namespace outside its grant; asking is refused with the code that says why.
+"""Isolation as a property (hypothesis): whatever org, role, namespace grant, read_scope, op and revocation a token
+is drawn with, and whatever org, namespace and end user it names, it never reads, writes or counts anything of
+another org, of a namespace outside its grant, or (held to a user) of another user; asking is refused with the code
+that says why.
 
 The world: two orgs, each with namespaces `ops` and `hr`, each holding rows on one shared subject ("lighthouse
 maintenance"), so a search that leaked would find the others'. Each row's key and value name their owner
 ("<org>/<namespace>"), so a leak shows in any answer's text: hits, trace-log rows, timelines, related rows, an
 answer served from the LLM cache. Every search is logged (the trace log), and asks keep their answers (the cache).
+Rows belong to end users u0 and u1 in turn, and say whose ("for user u0").
 """
 
 import json
@@ -42,6 +44,18 @@ OPS = (
     "eval.set_upload",
 )
 NEEDS = {"memory.set": "writer", "namespace.register": "admin", "eval.set_upload": "admin"}  # the rest read
+# The ops that read rows: a read_scope holds each to the end user it names (Scope.reading).
+HELD = {
+    "memory.search",
+    "memory.search_trace",
+    "memory.list",
+    "memory.get",
+    "memory.bulk_get",
+    "memory.timeline",
+    "memory.related",
+    "memory.ask",
+}
+USERS = ("u0", "u1")
 
 
 def owner(org: str, namespace: str) -> str:
@@ -85,8 +99,10 @@ def world(db, call, settings):
             items = [
                 {
                     "memory_key": key(tenant.name, namespace, i),
-                    "value": f"lighthouse maintenance schedule {i}, owned by {owner(tenant.name, namespace)}",
+                    "value": f"lighthouse maintenance schedule {i}, owned by {owner(tenant.name, namespace)}"
+                    f", for user {USERS[i % 2]}",
                     "entities": ["lighthouse"],
+                    "user_id": USERS[i % 2],
                 }
                 for i in range(3)
             ]
@@ -112,12 +128,14 @@ def world(db, call, settings):
     namespace=st.sampled_from(NAMESPACES),
     all_mine=st.booleans(),
     revoked=st.sampled_from([False, False, False, True]),
+    read_scope=st.sampled_from(["", "own_user"]),
+    user=st.sampled_from([None, *USERS]),
 )
 def test_a_token_never_reaches_outside_its_org_and_grant(
-    backend, world, call, caller, role, grant, op, named_org, namespace, all_mine, revoked
+    backend, world, call, caller, role, grant, op, named_org, namespace, all_mine, revoked, read_scope, user
 ):
     mine, other = world[caller], world[1 - caller]
-    token = mine.token(role, namespaces=grant)
+    token = mine.token(role, namespaces=grant, read_scope=read_scope)
     if revoked:
         ApiToken.objects.filter(prefix=token.split("_")[1]).update(revoked_at=timezone.now())
     body = {**body_of(op, mine.name, namespace), "namespace": namespace}
@@ -125,6 +143,8 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
         body["org"] = (mine if named_org == "own" else other).name
     if all_mine and op == "memory.search":
         body["namespace_scope"] = "all_mine"
+    if user and op in HELD:
+        body["user_id"] = user
     reply = call(op, body, token)
 
     allowed = set(grant or NAMESPACES)
@@ -136,6 +156,10 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
         assert (reply.status, reply.error) == (403, "NAMESPACE_FORBIDDEN"), (op, reply.json)
     elif ROLES.index(role) < ROLES.index(NEEDS.get(op, "viewer")):
         assert (reply.status, reply.error) == (403, "ROLE_FORBIDDEN"), (op, reply.json)
+    elif read_scope and op in HELD and not user:
+        assert (reply.status, reply.error) == (422, "MISSING_FIELD"), (op, reply.json)
+    elif op == "memory.get" and user == "u1":  # row 0 is u0's
+        assert (reply.status, reply.error) == (404, "MEMORY_NOT_FOUND"), (op, reply.json)
     else:
         assert reply.status in (200, 201), (op, reply.json)
     said = json.dumps(reply.json)
@@ -143,6 +167,8 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
         for name in NAMESPACES:
             if tenant is not mine or name not in allowed:
                 assert owner(tenant.name, name) not in said, (op, body)
+    if user and op in HELD:  # named, a user's rows alone are read: with the read_scope, or as a filter without
+        assert f"for user {USERS[1 - USERS.index(user)]}" not in said, (op, body)
     if reply.status == 200 and op == "memory.search":
         assert reply.json["candidates_total"] <= 4 * len(allowed)  # counts nothing it may not read (3 rows, a probe)
     if reply.status == 200 and op == "memory.search_trace_log" and role != "admin":

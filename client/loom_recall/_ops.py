@@ -344,6 +344,9 @@ class MemoryAsk(TypedDict, total=False):
 class MemoryBulkGet(TypedDict, total=False):
     org: str
     namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
     memory_keys: Required[list[str]]
 
 
@@ -386,9 +389,11 @@ class MemoryFields(TypedDict):
 class MemoryGet(TypedDict, total=False):
     org: str
     namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
     memory_key: Required[str]
     agent: str
-    session_id: str
     history: bool
 
 
@@ -426,6 +431,9 @@ class MemoryGetOut(TypedDict):
 class MemoryList(TypedDict, total=False):
     org: str
     namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
     order: Literal["recent", "score"]
     limit: int
     cursor: str
@@ -480,6 +488,9 @@ class MemoryOutcome(TypedDict, total=False):
 class MemoryRelated(TypedDict, total=False):
     org: str
     namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
     memory_key: Required[str]
     min_overlap: int
     top_k: int
@@ -617,6 +628,9 @@ class MemorySetOne(TypedDict, total=False):
 class MemoryTimeline(TypedDict, total=False):
     org: str
     namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
     entity: str
     tags: list[str]
     memory_key_prefix: str

@@ -21,10 +21,16 @@ COLUMNS = """
 """
 
 _SCOPE = "org = {org:String} AND namespace = {namespace:String}"
+# The rows of `memories` a read reaches: the tenant's, held to the user and session the scope names (its read_scope,
+# or the request's own narrowing: Scope.reading).
+_ROWS = (
+    f"{_SCOPE} AND ({{user:Nullable(String)}} IS NULL OR user_id = {{user:Nullable(String)}})"
+    " AND ({session:Nullable(String)} IS NULL OR session_id = {session:Nullable(String)})"
+)
 
 
 def _params(scope: Scope, **more) -> dict:
-    return {"org": scope.org, "namespace": scope.namespace, **more}
+    return {"org": scope.org, "namespace": scope.namespace, "user": scope.user_id, "session": scope.session_id, **more}
 
 
 def live_rows(org: str, namespace: str) -> int:
@@ -39,18 +45,17 @@ def live_rows(org: str, namespace: str) -> int:
     )
 
 
-def get(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> list[dict]:
+def get(scope: Scope, memory_key: str, agent: str | None = None) -> list[dict]:
     """The key's active rows (one per writer and session), newest first."""
     return clickhouse.query(
         f"""
         SELECT {COLUMNS} FROM memories FINAL
-        WHERE {_SCOPE} AND memory_key = {{key:String}} AND status = 'active'
+        WHERE {_ROWS} AND memory_key = {{key:String}} AND status = 'active'
           AND ({{agent:Nullable(String)}} IS NULL OR agent = {{agent:Nullable(String)}})
-          AND ({{session:Nullable(String)}} IS NULL OR session_id = {{session:Nullable(String)}})
         ORDER BY version DESC
         LIMIT 1 BY agent, session_id
         """,
-        _params(scope, key=memory_key, agent=agent, session=session_id),
+        _params(scope, key=memory_key, agent=agent),
     )
 
 
@@ -59,7 +64,7 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
     return clickhouse.query(
         f"""
         SELECT {COLUMNS} FROM memories FINAL
-        WHERE {_SCOPE} AND memory_key = {{key:String}}
+        WHERE {_ROWS} AND memory_key = {{key:String}}
         ORDER BY version DESC
         """,
         _params(scope, key=memory_key),
@@ -129,7 +134,7 @@ def bulk_get(scope: Scope, keys: list[str]) -> dict[str, dict]:
     rows = clickhouse.query(
         f"""
         SELECT {COLUMNS} FROM memories FINAL
-        WHERE {_SCOPE} AND memory_key IN {{keys:Array(String)}} AND status = 'active'
+        WHERE {_ROWS} AND memory_key IN {{keys:Array(String)}} AND status = 'active'
         ORDER BY version DESC
         LIMIT 1 BY memory_key
         """,
@@ -180,7 +185,7 @@ def list_keys(
                argMax(sensitivity, version) AS newest_sensitivity, argMax(duplicate_of, version) AS newest_duplicate_of,
                leftUTF8(argMax(value, version), {{excerpt:UInt32}}) AS newest_excerpt
         FROM memories FINAL
-        WHERE {_SCOPE} AND status = 'active'
+        WHERE {_ROWS} AND status = 'active'
           AND ({{type:Nullable(String)}} IS NULL OR memory_type = {{type:Nullable(String)}})
           AND ({{agent:Nullable(String)}} IS NULL OR agent = {{agent:Nullable(String)}})
           AND startsWith(memory_key, {{prefix:String}})
@@ -239,7 +244,7 @@ def _decode(cursor: str, order: str):
 
 
 # Rows these key-free reads serve: live, and not high-sensitivity (those are read by key only).
-_SERVABLE = f"{_SCOPE} AND status = 'active' AND sensitivity != 'high'"
+_SERVABLE = f"{_ROWS} AND status = 'active' AND sensitivity != 'high'"
 
 
 def timeline(

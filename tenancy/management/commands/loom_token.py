@@ -23,7 +23,7 @@ class Command(BaseCommand):
             "--read-scope",
             default="",
             choices=["", "own_user", "own_session"],
-            help="a ceiling on the token's searches: only the request's user (or session) rows",
+            help="a ceiling on every read of the token: only the rows of the user (and session) a request names",
         )
         listing = sub.add_parser("list", help="list tokens (never their secret)")
         listing.add_argument("--org")
