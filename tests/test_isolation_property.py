@@ -45,16 +45,7 @@ OPS = (
 )
 NEEDS = {"memory.set": "writer", "namespace.register": "admin", "eval.set_upload": "admin"}  # the rest read
 # The ops that read rows: a read_scope holds each to the end user it names (Scope.reading).
-HELD = {
-    "memory.search",
-    "memory.search_trace",
-    "memory.list",
-    "memory.get",
-    "memory.bulk_get",
-    "memory.timeline",
-    "memory.related",
-    "memory.ask",
-}
+HELD = {op for op in OPS if op.startswith("memory.") and op not in ("memory.search_trace_log", "memory.set")}
 USERS = ("u0", "u1")
 
 
