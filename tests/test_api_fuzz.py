@@ -5,11 +5,15 @@ accepts them, except where a value is valid only if the service issued it. Schem
 a 4xx in the error envelope. Never a 5xx.
 """
 
+import json
 import os
+import uuid
 
 import schemathesis
 from django.core.wsgi import get_wsgi_application
+from django.test import Client
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -71,3 +75,65 @@ def fuzz(operation, mode: GenerationMode, headers: dict):
                 )
 
     answered()
+
+
+def test_a_lone_surrogate_or_deep_nesting_anywhere_is_refused_naming_where(backend, alice):
+    """Schema-valid bodies of every op, one string in each made a lone surrogate (valid JSON, no UTF-8 text) or one
+    value buried past 32 levels (up to the decoder's own limit and beyond): each refused, the surrogate with 422
+    INVALID_VALUE naming where it is, the nesting with 400 MALFORMED_JSON; never a 5xx."""
+    schema = schemathesis.openapi.from_wsgi("/v1/schema?format=json", get_wsgi_application())
+    client, token = Client(), alice.token("admin")
+    for operation in (result.ok() for result in schema.get_all_operations()):
+        if operation.method != "post":
+            continue
+
+        @given(case=operation.as_strategy(GenerationMode.POSITIVE), data=st.data())
+        @settings(
+            max_examples=max(EXAMPLES // 2, 3),
+            deadline=None,
+            database=None,
+            derandomize=not FRESH,
+            suppress_health_check=list(HealthCheck),
+        )
+        def refused(case, data):
+            body = case.body if isinstance(case.body, dict) else {}
+            places = list(_values(body))
+            if data.draw(st.booleans(), "surrogate") and (texts := [p for p in places if isinstance(p[2], str)]):
+                path, route, text = data.draw(st.sampled_from(texts), "where")
+                at = data.draw(st.integers(0, len(text)), "at")
+                raw = json.dumps(_put(body, route, text[:at] + "\ud800" + text[at:]))
+                expected = (422, "INVALID_VALUE", path)
+            else:
+                path, route, value = data.draw(st.sampled_from(places or [("", [], body)]), "where")
+                depth = data.draw(st.sampled_from([33, 200, 2_000]), "depth")
+                marker = f"__buried_{uuid.uuid4().hex}__"
+                raw = json.dumps(_put(body, route, marker) if route else {"buried": marker}).replace(
+                    json.dumps(marker), "[" * depth + json.dumps(value) + "]" * depth
+                )
+                expected = (400, "MALFORMED_JSON", None)
+            answer = client.post(
+                case.formatted_path, raw, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+            )
+            error = answer.json().get("error", {})
+            got = (answer.status_code, error.get("code"), error.get("field") if expected[2] else None)
+            assert got == expected, (case.operation.label, raw[:300], answer.json())
+
+        refused()
+
+
+def _values(value, path: str = "", route: tuple = ()):
+    """(path as an error names it, route of keys and indexes, value) of every value in a body."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
+        yield where, [*route, key], item
+        yield from _values(item, where, (*route, key))
+
+
+def _put(body, route: list, value):
+    """A copy of `body` with the value at `route` replaced."""
+    if not route:
+        return value
+    copy = dict(body) if isinstance(body, dict) else list(body)
+    copy[route[0]] = _put(body[route[0]], route[1:], value)
+    return copy
