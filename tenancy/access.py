@@ -67,17 +67,18 @@ class Scope:
         return self.namespaces is None or namespace in self.namespaces
 
     def reading(self, asked: str | None, user_id: str | None, session_id: str | None) -> "Scope":
-        """This scope held to the rows a read names: its user's (and session's) when it names one ("-": any). The
-        token's read_scope is a ceiling the request's own only narrows: under own_user a read must name its user,
-        under own_session its session too, and reads theirs alone, whatever the op (search, get, list, timeline)."""
+        """This scope held to the rows a read names: its user's (and session's) when it names one ("-": any; "":
+        the rows of none). The token's read_scope is a ceiling the request's own only narrows: under own_user a read
+        must name its user, under own_session its session too, and reads theirs alone, whatever the op (search, get,
+        list, timeline)."""
         in_force = max(self.read_scope or "", asked or "", key=READ_SCOPE_ORDER.__getitem__)
         named = {
-            name: None if value in (None, "", "-") else value
+            name: None if value in (None, "-") else value
             for name, value in (("user_id", user_id), ("session_id", session_id))
         }
         needs = {"own_user": ("user_id",), "own_session": ("user_id", "session_id")}.get(in_force, ())
         for name in needs:
-            if named[name] is None:
+            if not named[name]:
                 raise Refusal("MISSING_FIELD", f"read_scope {in_force} needs the request's {name}", name, 422)
         return replace(self, **named)
 
