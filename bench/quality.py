@@ -78,19 +78,22 @@ def scope_for(conv: str) -> Scope:
     return Scope(org="bench", namespace=conv, role=Role.ADMIN, subject="bench")
 
 
+def turn_row(m: dict) -> write.MemoryInput:
+    """A split's turn as a memory: valid_at the session's date, the speaker as entity."""
+    return write.MemoryInput(
+        memory_key=m["key"],
+        value=m["text"],
+        memory_type="turn",
+        entities=[m["speaker"]],
+        session_id=str(m["session"]),
+        valid_at=datetime.fromisoformat(m["date"] + "+00:00"),
+    )
+
+
 def load(memories: list[dict]) -> None:
     by_conv = defaultdict(list)
     for m in memories:
-        by_conv[m["conv"]].append(
-            write.MemoryInput(
-                memory_key=m["key"],
-                value=m["text"],
-                memory_type="turn",
-                entities=[m["speaker"]],
-                session_id=str(m["session"]),
-                valid_at=datetime.fromisoformat(m["date"] + "+00:00"),
-            )
-        )
+        by_conv[m["conv"]].append(turn_row(m))
     for conv, items in by_conv.items():
         for start in range(0, len(items), 500):
             write.set_memories(scope_for(conv), items[start : start + 500])
@@ -170,6 +173,22 @@ def interval(values: list[float], resamples: int, seed: int = 7) -> tuple[float,
     return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
+def split(data: Path, convs: list[str] | None) -> tuple[list[dict], list[dict]]:
+    """The split's turns and questions (of these conversations, or all), with the engine's schema and the gates a
+    deployment of this process's embedder serves in place."""
+    memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
+    queries = [json.loads(line) for line in (data / "queries.jsonl").open()]
+    if convs:
+        memories = [m for m in memories if m["conv"] in convs]
+        queries = [q for q in queries if q["conv"] in convs]
+    schema.apply()
+    embedder = get_embedder()
+    if thresholds.adaptive(embedder.model_name):
+        calibration.recalibrate(embedder)
+        caching.forget_all()
+    return memories, queries
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo-dev"))
@@ -193,17 +212,9 @@ def main():
     )
     args = parser.parse_args()
     data = Path(args.data)
-    memories = [json.loads(line) for line in (data / "memories.jsonl").open()]
-    queries = [json.loads(line) for line in (data / "queries.jsonl").open()]
-    if args.convs:
-        memories = [m for m in memories if m["conv"] in args.convs]
-        queries = [q for q in queries if q["conv"] in args.convs]
+    memories, queries = split(data, args.convs)
     convs = sorted({q["conv"] for q in queries})
-    schema.apply()
     embedder = get_embedder()
-    if thresholds.adaptive(embedder.model_name):  # the gates a deployment of this embedder serves
-        calibration.recalibrate(embedder)
-        caching.forget_all()
     load(memories)
     bm25 = {conv: BM25({m["key"]: m["text"] for m in memories if m["conv"] == conv}) for conv in convs}
 

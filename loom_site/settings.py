@@ -280,6 +280,14 @@ LOOM_MEMORY_CHUNK_CHARS = env.integer("LOOM_MEMORY_CHUNK_CHARS", 1000, minimum=6
 LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer(
     "LOOM_MEMORY_CHUNK_OVERLAP_CHARS", 150, minimum=0, doc="overlap between chunks"
 )
+# memory.set_from_messages: the turns one extraction call reads (retrieval/ingest/extraction.py). Fewer calls with
+# more; a model reads a long batch less closely.
+LOOM_MEMORY_EXTRACT_BATCH_TURNS = env.integer(
+    "LOOM_MEMORY_EXTRACT_BATCH_TURNS",
+    40,
+    minimum=1,
+    doc="`memory.set_from_messages`: the turns one extraction call reads (a 200-message request: 5 calls)",
+)
 
 # --- Providers ---------------------------------------------------------------
 LOOM_EMBEDDING_MODEL = env.string(

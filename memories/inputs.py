@@ -25,12 +25,14 @@ from retrieval import options
 from retrieval.errors import Refusal
 from retrieval.evaluation import sets
 from retrieval.ingest import sensitivity
+from retrieval.ingest.conversation import ROLES
 from retrieval.ingest.write import MEMORY_TYPES, SOURCE_CLASSES
 from retrieval.search import rerank
 from tenancy.models import NAME_PATTERN, NAME_RULE
 
 MAX_BATCH = 500
 MAX_BULK_KEYS = 1000
+MAX_MESSAGES = 200
 MAX_EVAL_QUESTIONS = 5000
 MAX_EVAL_CONFIGS = 4
 MAX_EVAL_WAIT = 1000  # searches a caller may wait for in one request (~30 s at fast budget)
@@ -122,11 +124,15 @@ class Batch(serializers.ListSerializer):
     later wins, as two calls in that order would leave it. JSON Schema cannot say "unique by key" (uniqueItems
     compares whole items), so a schema-valid body is accepted rather than refused for it."""
 
-    def __init__(self, *, noun: str, field: str, identity=None, limit: int = MAX_BATCH, **kwargs):
-        """`field`: what names an item (its identity unless `identity` says otherwise), for the schema's words."""
+    def __init__(self, *, noun: str, field: str | None, identity=None, limit: int = MAX_BATCH, **kwargs):
+        """`field`: what names an item (its identity unless `identity` says otherwise), for the schema's words; None:
+        items are not named, each is kept (a conversation's messages)."""
         self.noun, self.limit = noun, limit
-        self.identity = identity or (lambda item: item[field])
-        kwargs.setdefault("help_text", f"An item naming the {field} of a later one is replaced by it (the later wins).")
+        self.identity = identity or (lambda item: item[field]) if field else None
+        if field:
+            kwargs.setdefault(
+                "help_text", f"An item naming the {field} of a later one is replaced by it (the later wins)."
+            )
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
@@ -134,8 +140,11 @@ class Batch(serializers.ListSerializer):
             raise ValidationError(f"at most {self.limit} {self.noun} per call (got {len(data)})", code="too_many_items")
         if isinstance(data, list) and not data:
             raise ValidationError("must hold at least one item", code="empty")
+        items = super().to_internal_value(data)
+        if self.identity is None:
+            return items
         latest = {}
-        for item in super().to_internal_value(data):
+        for item in items:
             latest[self.identity(item)] = item  # a dict keeps the first place, takes the last value
         return list(latest.values())
 
@@ -148,6 +157,31 @@ class MemorySetBatch(WriterFields, OpInput):
         identity=lambda item: (item["memory_key"], item["session_id"]),
         help_text="Stored together or not at all. An item naming the memory_key and session_id of a later one is "
         "replaced by it (the later wins).",
+    )
+
+
+class Message(Strict):
+    role = Choice(ROLES, help_text="Who spoke: user, assistant, system or tool (the last two are stored, not read).")
+    content = Value(allow_empty=False)
+    name = String(max_chars=128, plain=True, default="", help_text="The speaker's name, when the role is a person.")
+    created_at = Timestamp(default=None, allow_null=True, help_text="When it was said (else in the order sent).")
+
+
+class MemorySetFromMessages(OpInput):
+    messages = Batch(
+        child=Message(),
+        noun="messages",
+        field=None,
+        limit=MAX_MESSAGES,
+        help_text="The conversation, in order: each stored as a turn, then read for facts.",
+    )
+    session_id = String(max_chars=256, plain=True, allow_empty=False)
+    agent = String(max_chars=128, plain=True, allow_empty=False, default="default", help_text="The writer.")
+    user_id = String(max_chars=256, plain=True, default="")
+    run_id = String(max_chars=256, plain=True, default="")
+    defer = Boolean(
+        default=False,
+        help_text="Store the turns now and extract later (202 with a job_id; search counts it in pending_extraction).",
     )
 
 
@@ -499,6 +533,22 @@ class MemoryTimeline(HeldRead):
             raise ValidationError(
                 {"entity": [ErrorDetail("send one of entity, tags or memory_key_prefix", code="required")]}
             )
+        return super().validate(data)
+
+
+class MemoryRecall(HeldRead):
+    memory_key = MemoryKey(required=False, help_text="A memory: the turns it came from. Else send session_id.")
+    limit = Integer(min_value=1, max_value=500, default=50)
+    cursor = String(required=False, max_chars=1024)
+
+    rules = (
+        {"if": {"not": {"anyOf": [{"required": ["memory_key"]}, {"required": ["session_id"]}]}}, "then": False},
+        *READ_SCOPE_RULES,
+    )
+
+    def validate(self, data):
+        if "memory_key" not in data and not data.get("session_id"):
+            raise ValidationError({"memory_key": [ErrorDetail("send memory_key or session_id", code="required")]})
         return super().validate(data)
 
 

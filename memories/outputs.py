@@ -45,6 +45,10 @@ class MemoryOut(serializers.Serializer):
     embedding_model = serializers.CharField(help_text="Empty when the value is never embedded (high sensitivity).")
     chunk_count = serializers.IntegerField()
     duplicate_of = serializers.SerializerMethodField(help_text="The live row this value duplicates.")
+    source_keys = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="An extracted fact (memory.set_from_messages): the keys of the turns it came from.",
+    )
     actor = serializers.CharField(help_text="The token that wrote this version.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -109,6 +113,26 @@ class WriteResultOut(serializers.Serializer):
         help_text="Stored with an embedding stub because the org's model calls are off; search finds it once "
         "`embed_pending` has embedded it."
     )
+
+
+class FactOut(WriteResultOut):
+    value = serializers.CharField()
+    memory_type = serializers.CharField(help_text="fact, preference or event")
+    source_keys = serializers.ListField(child=serializers.CharField(), help_text="The turns it came from.")
+
+
+class ConversationOut(serializers.Serializer):
+    session_id = serializers.CharField()
+    turns = WriteResultOut(many=True, help_text="Each message, as its turn row, in order.")
+    facts = FactOut(many=True, help_text="What the turns state, as stored (empty while queued).")
+    extraction = serializers.ChoiceField(
+        ["done", "queued", "none"],
+        help_text='"done"; "queued": deferred, or the model failed and the queue retries (see error); "none": no '
+        "turn to read (system and tool messages, secrets)",
+    )
+    error = serializers.CharField(allow_null=True, help_text="Why the extraction was queued, when it failed.")
+    model_calls = serializers.IntegerField(help_text="Extraction calls made (one per batch of turns, more to repair).")
+    job_id = serializers.CharField(allow_null=True, help_text="The queued job (memory.extraction_list names it).")
 
 
 class MemorySetBatchOut(serializers.Serializer):
@@ -511,6 +535,12 @@ class OutcomeOut(serializers.Serializer):
 class TimelineOut(serializers.Serializer):
     results = MemoryOut(many=True)
     total_matching = serializers.IntegerField(help_text="Rows matching in all; more than results means more to page.")
+
+
+class RecallOut(serializers.Serializer):
+    turns = MemoryOut(many=True, help_text="In the order they were said.")
+    next_cursor = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True, help_text="source_not_found or source_has_no_turns when empty.")
 
 
 class RelatedRowOut(MemoryOut):

@@ -10,6 +10,8 @@ OPS = [
     views.MemoryList,
     views.MemoryTimeline,
     views.MemoryRelated,
+    views.MemorySetFromMessages,
+    views.MemoryRecall,
     views.MemorySearch,
     views.MemoryAsk,
     views.MemorySearchTrace,

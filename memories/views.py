@@ -22,7 +22,7 @@ from retrieval import caching, health
 from retrieval.errors import Refusal
 from retrieval.evaluation import runs, schedule, sets
 from retrieval.gates import calibration, thresholds
-from retrieval.ingest import digests, entities, records, write
+from retrieval.ingest import conversation, digests, entities, records, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
@@ -191,6 +191,33 @@ class MemorySet(OpView):
         if batch is None:
             return self.answer(results[0], outputs.WriteResultOut, 201 if results[0].outcome == "created" else 200)
         return self.answer_written(results, outputs.MemorySetBatchOut)
+
+
+class MemorySetFromMessages(OpView):
+    """Hand memory a conversation: every message is stored as a turn, and the facts, preferences and events it
+    states are extracted and stored as memories (now, or deferred to the extraction queue)."""
+
+    op = "memory.set_from_messages"
+    role = Role.WRITER
+    request_serializer = inputs.MemorySetFromMessages
+    response_serializer = outputs.ConversationOut
+    success = (201, 200, 202)
+    refusals = ("VALUE_TOO_LARGE", "TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
+    example = {
+        "session_id": "s-15",
+        "messages": [
+            {"role": "user", "name": "Dana", "content": "I moved to Lisbon last month. I prefer calls after 4pm."},
+            {"role": "assistant", "content": "Noted: calls after 4pm, Lisbon time."},
+        ],
+    }
+
+    def run(self, scope, data):
+        messages = [conversation.Message(**dict(message)) for message in data.pop("messages")]
+        done = conversation.set_from_messages(scope, messages, **data)
+        created = any(result.outcome == "created" for result in done.turns) or any(
+            fact["outcome"] == "created" for fact in done.facts
+        )
+        return self.answer(done, status=202 if data["defer"] else 201 if created else 200)
 
 
 class SessionSummarySet(OpView):
@@ -387,6 +414,20 @@ class MemoryRelated(OpView):
     def run(self, scope, data):
         rows, reason = reads.related(held(scope, data), **data)
         return self.answer({"results": rows, "reason": reason})
+
+
+class MemoryRecall(OpView):
+    """The raw conversation behind a memory (the turns it was extracted from), or a session's turns, in order."""
+
+    op = "memory.recall"
+    request_serializer = inputs.MemoryRecall
+    response_serializer = outputs.RecallOut
+    refusals = ("INVALID_KEY", "INVALID_CURSOR")
+    example = {"session_id": "s-15", "limit": 50}
+
+    def run(self, scope, data):
+        page, reason = reads.recall(held(scope, data), **data)
+        return self.answer({"turns": page.items, "next_cursor": page.next_cursor, "reason": reason})
 
 
 class NamespaceRegister(OpView):

@@ -34,18 +34,29 @@ OPS = (
     "memory.bulk_get",
     "memory.timeline",
     "memory.related",
+    "memory.recall",
     "memory.ask",
     "calibration.get",
     "eval.set_list",
     "eval.run_list",
     "eval.run_get",
     "memory.set",
+    "memory.set_from_messages",
     "namespace.register",
     "eval.set_upload",
 )
-NEEDS = {"memory.set": "writer", "namespace.register": "admin", "eval.set_upload": "admin"}  # the rest read
+NEEDS = {
+    "memory.set": "writer",
+    "memory.set_from_messages": "writer",
+    "namespace.register": "admin",
+    "eval.set_upload": "admin",
+}  # the rest read
 # The ops that read rows: a read_scope holds each to the end user it names (Scope.reading).
-HELD = {op for op in OPS if op.startswith("memory.") and op not in ("memory.search_trace_log", "memory.set")}
+HELD = {
+    op
+    for op in OPS
+    if op.startswith("memory.") and op not in ("memory.search_trace_log", "memory.set", "memory.set_from_messages")
+}
 USERS = ("u0", "u1")
 
 
@@ -68,9 +79,14 @@ def body_of(op: str, org: str, namespace: str) -> dict:
         "memory.bulk_get": {"memory_keys": [key(org, namespace, i) for i in range(3)]},
         "memory.timeline": {"memory_key_prefix": "row"},
         "memory.related": {"memory_key": key(org, namespace, 0)},
+        "memory.recall": {"memory_key": key(org, namespace, 0)},
         "memory.ask": {"query": "when is the lighthouse maintained?", "llm_cache": True},
         "calibration.get": {},
         "memory.set": {"memory_key": f"probe-{uuid.uuid4().hex}", "value": "a lighthouse note, by the probe"},
+        "memory.set_from_messages": {
+            "session_id": "probe",
+            "messages": [{"role": "user", "name": "Probe", "content": "I checked the lighthouse lamp today."}],
+        },
         "namespace.register": {"description": "registered by the probe"},
         "eval.set_list": {},
         "eval.run_list": {},

@@ -104,6 +104,16 @@ class ComputedOut(TypedDict):
     computed_from: list[ComputedFromOut]
 
 
+class ConversationOut(TypedDict):
+    session_id: str
+    turns: list[WriteResultOut]
+    facts: list[FactOut]
+    extraction: Literal["done", "queued", "none"]
+    error: str | None
+    model_calls: int
+    job_id: str | None
+
+
 class EntitySummary(TypedDict):
     entity: str
     summary: str
@@ -268,6 +278,26 @@ class EvalSetUpload(TypedDict, total=False):
     questions: Required[list[EvalQuestion]]
 
 
+class FactOut(TypedDict):
+    memory_key: str
+    agent: str
+    session_id: str
+    outcome: str
+    version: int
+    superseded_version: int | None
+    sensitivity: str
+    sensitivity_reason: str | None
+    embedding_model: str
+    chunks: int
+    duplicate_of: str | None
+    conflict_verdict: dict[str, Any] | None
+    write_gates: Literal["judged", "skipped", "off", "exempt"]
+    embedding_pending: bool
+    value: str
+    memory_type: str
+    source_keys: list[str]
+
+
 class HealthOut(TypedDict):
     """`status` for anyone; the rest for an admin token."""
 
@@ -420,6 +450,7 @@ class MemoryGetOut(TypedDict):
     embedding_model: str
     chunk_count: int
     duplicate_of: str | None
+    source_keys: list[str]
     actor: str
     created_at: str
     updated_at: str
@@ -470,6 +501,7 @@ class MemoryOut(TypedDict):
     embedding_model: str
     chunk_count: int
     duplicate_of: str | None
+    source_keys: list[str]
     actor: str
     created_at: str
     updated_at: str
@@ -483,6 +515,17 @@ class MemoryOutcome(TypedDict, total=False):
     weight: float
     run_id: str
     trace_id: str
+
+
+class MemoryRecall(TypedDict, total=False):
+    org: str
+    namespace: str
+    user_id: str
+    session_id: str
+    read_scope: Literal["own_user", "own_session"]
+    memory_key: str
+    limit: int
+    cursor: str
 
 
 class MemoryRelated(TypedDict, total=False):
@@ -603,6 +646,17 @@ class MemorySetBatchOut(TypedDict):
     count: int
 
 
+class MemorySetFromMessages(TypedDict, total=False):
+    org: str
+    namespace: str
+    messages: Required[list[Message]]
+    session_id: Required[str]
+    agent: str
+    user_id: str
+    run_id: str
+    defer: bool
+
+
 class MemorySetOne(TypedDict, total=False):
     memory_key: Required[str]
     value: Required[str]
@@ -638,6 +692,13 @@ class MemoryTimeline(TypedDict, total=False):
     until: str
     order: Literal["desc", "asc"]
     top_k: int
+
+
+class Message(TypedDict):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    name: NotRequired[str]
+    created_at: NotRequired[str | None]
 
 
 class ModelCallChangeOut(TypedDict):
@@ -701,6 +762,12 @@ class ProviderOut(TypedDict):
     provider: str
     model: str
     dim: NotRequired[int]
+
+
+class RecallOut(TypedDict):
+    turns: list[MemoryOut]
+    next_cursor: str | None
+    reason: str | None
 
 
 class RecentMessage(TypedDict):
@@ -827,6 +894,7 @@ class RelatedRowOut(TypedDict):
     embedding_model: str
     chunk_count: int
     duplicate_of: str | None
+    source_keys: list[str]
     actor: str
     created_at: str
     updated_at: str
@@ -1061,11 +1129,13 @@ IN_NAMESPACE = frozenset(
         "memory.get",
         "memory.list",
         "memory.outcome",
+        "memory.recall",
         "memory.related",
         "memory.search",
         "memory.search_trace",
         "memory.search_trace_log",
         "memory.set",
+        "memory.set_from_messages",
         "memory.timeline",
         "namespace.register",
         "record.delete",
@@ -1113,6 +1183,14 @@ class Ops:
     def memory_related(self, **body: Unpack[MemoryRelated]) -> RelatedOut:
         """memory.related: Memories sharing entities with one memory, most shared first."""
         return self._op("memory.related", dict(body))
+
+    def memory_set_from_messages(self, **body: Unpack[MemorySetFromMessages]) -> ConversationOut:
+        """memory.set_from_messages: Hand memory a conversation: every message is stored as a turn, and the facts, preferences and events it…"""
+        return self._op("memory.set_from_messages", dict(body))
+
+    def memory_recall(self, **body: Unpack[MemoryRecall]) -> RecallOut:
+        """memory.recall: The raw conversation behind a memory (the turns it was extracted from), or a session's turns, in order."""
+        return self._op("memory.recall", dict(body))
 
     def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
@@ -1240,6 +1318,14 @@ class AsyncOps:
     async def memory_related(self, **body: Unpack[MemoryRelated]) -> RelatedOut:
         """memory.related: Memories sharing entities with one memory, most shared first."""
         return await self._op("memory.related", dict(body))
+
+    async def memory_set_from_messages(self, **body: Unpack[MemorySetFromMessages]) -> ConversationOut:
+        """memory.set_from_messages: Hand memory a conversation: every message is stored as a turn, and the facts, preferences and events it…"""
+        return await self._op("memory.set_from_messages", dict(body))
+
+    async def memory_recall(self, **body: Unpack[MemoryRecall]) -> RecallOut:
+        """memory.recall: The raw conversation behind a memory (the turns it was extracted from), or a session's turns, in order."""
+        return await self._op("memory.recall", dict(body))
 
     async def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""

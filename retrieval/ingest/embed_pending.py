@@ -1,5 +1,7 @@
 """The embedding worker: rows, session digests and entity summaries stored unembedded (their org's model calls
-were off) get their vectors.
+were off) get their vectors; and, in the server's process, the extraction queue is drained (deferred
+memory.set_from_messages: retrieval/ingest/conversation.py `run_due`; `manage.py extract_pending` on a ClickHouse
+server).
 
 `python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
 in the query: an org whose model calls are still off is left out, so its rows
@@ -21,10 +23,10 @@ import time
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import digests, entities, passes, repair, write
+from retrieval.ingest import conversation, digests, entities, passes, repair, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse
+from retrieval.store import clickhouse, extraction_queue
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -86,11 +88,12 @@ class _Worker:
         clickhouse.use_target_in_thread(self.target)
         try:
             while not self.stop.is_set():
-                try:
-                    while run_once() and not self.stop.is_set():  # drain, then wait
-                        pass
-                except Exception:  # the worker outlives one failed pass
-                    log.exception("embedding worker pass failed")
+                for drain in (run_once, conversation.run_due):
+                    try:
+                        while drain() and not self.stop.is_set():  # drain, then wait
+                            pass
+                    except Exception:  # the worker outlives one failed pass
+                        log.exception("worker pass (%s) failed", drain.__qualname__)
                 self.sweep_when_due()
                 self.wake.wait(settings.LOOM_EMBEDDING_WORKER_INTERVAL_S)
                 self.wake.clear()
@@ -124,8 +127,10 @@ def start_worker() -> bool:
 
 
 @receiver(customer.model_calls_switched)
+@receiver(extraction_queue.job_queued)
 def wake(sender=None, enabled: bool = True, **_) -> None:
-    """An org's model calls came back on: its stubs are embedded now, not at the next interval."""
+    """An org's model calls came back on (its stubs are embedded now), or an extraction was queued (it runs now):
+    not at the next interval."""
     if enabled and _worker is not None:
         _worker.wake.set()
 

@@ -52,6 +52,7 @@ class MemoryInput:
     valid_at: datetime | None = None
     user_id: str = ""
     run_id: str = ""
+    source_keys: list[str] = field(default_factory=list)  # an extracted fact: the turns it came from
 
     @property
     def identity(self) -> tuple[str, str, str]:

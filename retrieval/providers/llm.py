@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ class LLMResult:
     from_cache: bool = False  # our response cache answered: no provider call
     saved_usd: float = 0.0  # what that call would have cost (estimated from the prompt's and answer's length)
     fallback: bool = False  # LOOM_LLM_FALLBACK_MODEL answered, not the model asked for
+    cut_short: bool = False  # the answer stopped at the token cap (max_tokens), not where the model ended it
 
 
 class TimedOut(Exception):
@@ -70,6 +72,11 @@ def within(seconds: float, client, system: str, user: str, **fields) -> LLMResul
         raise TimedOut(f"no answer within {seconds:.1f} s") from None
 
 
+# What the fake answers a structured call, by its JSON schema's name: a feature's deterministic stand-in (extraction's
+# statements, retrieval/ingest/extraction.py), so CI runs that feature's production path. Any other call: the echo.
+FAKE_ANSWERS: dict[str, Callable[[str], str]] = {}
+
+
 class FakeLLM:
     """Deterministic echo: keyless, offline; health names it (fake_llm)."""
 
@@ -80,7 +87,11 @@ class FakeLLM:
         self.key_missing_for = key_missing_for  # the real model this fake stands in for
 
     def complete(self, system: str, user: str, max_tokens: int = 1024, response_format=None) -> LLMResult:
-        text = json.dumps({"echo": user}) if response_format else f"echo: {user}"
+        named = (response_format or {}).get("json_schema", {}).get("name")
+        if named in FAKE_ANSWERS:
+            text = FAKE_ANSWERS[named](user)
+        else:
+            text = json.dumps({"echo": user}) if response_format else f"echo: {user}"
         return LLMResult(text, self.provider, self.model, len(user.split()), len(text.split()))
 
 
@@ -138,6 +149,7 @@ class OpenAILLM:
             usage.prompt_tokens if usage else 0,
             usage.completion_tokens if usage else 0,
             cached_input_tokens=getattr(details, "cached_tokens", 0) or 0,
+            cut_short=answer.choices[0].finish_reason == "length",
         )
 
 
@@ -195,13 +207,14 @@ class AnthropicLLM:
             read = getattr(usage, "cache_read_input_tokens", 0) or 0
             written = getattr(usage, "cache_creation_input_tokens", 0) or 0
             return LLMResult(
-                _unfenced(text) if response_format else text,
+                unfenced(text) if response_format else text,
                 self.provider,
                 answer.model or self.model,
                 usage.input_tokens + read + written,  # Anthropic counts the cached parts apart; OpenAI within
                 usage.output_tokens,
                 cached_input_tokens=read,
                 cache_write_tokens=written,
+                cut_short=answer.stop_reason == "max_tokens",
             )
 
         return remote.with_retries(
@@ -220,7 +233,7 @@ def _learned(client, exc: Exception, sent: dict) -> Exception:
     return remote.sdk_failure(client.provider, exc, RETRY_STATUSES)
 
 
-def _unfenced(text: str) -> str:
+def unfenced(text: str) -> str:
     """The JSON inside a ```json fence, when the model wrapped it in one."""
     match = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, re.DOTALL)
     return match.group(1) if match else text.strip()

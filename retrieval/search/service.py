@@ -46,7 +46,7 @@ from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
 from retrieval.search.result import SearchResult, hits, hydrate, reader_block
-from retrieval.store import change_marker, clickhouse, eligibility, namespaces, reads, vector_mirror
+from retrieval.store import change_marker, clickhouse, eligibility, extraction_queue, namespaces, reads, vector_mirror
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,8 @@ def search(
         [] if verdict.abstain else _fail_open("computed", degraded, evidence.compute, ctx, served, _anchor(request))
     )
     typed = _fail_open("records", degraded, records.matching, ctx)  # beside the verdict: ask may answer from a record
+    # A deferred extraction in flight: the empty answer may not be evidence of absence.
+    pending = _fail_open("pending_extraction", degraded, extraction_queue.pending, ctx.org, ctx.namespaces) or 0
     result = SearchResult(
         hits=hits(
             served,
@@ -142,6 +144,7 @@ def search(
         candidates_total=len(candidates),
         namespaces_searched=ctx.namespaces,
         namespaces_skipped=prepared.skipped,
+        pending_extraction=pending,
         degraded=degraded,
         search_mode=ctx.plan.mode,
         mode_source=ctx.plan.mode_source,

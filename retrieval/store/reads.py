@@ -17,7 +17,7 @@ from tenancy.access import Scope
 COLUMNS = """
     memory_key, agent, session_id, version, status, superseded_by, value, memory_type, tags,
     category, entities, triples, confidence, source_class, sensitivity, pinned, valid_at, user_id, run_id,
-    actor, embedding_model, chunk_count, created_at, updated_at, duplicate_of, conflict_verdict
+    actor, embedding_model, chunk_count, created_at, updated_at, duplicate_of, conflict_verdict, source_keys
 """
 
 _SCOPE = "org = {org:String} AND namespace = {namespace:String}"
@@ -225,6 +225,40 @@ def list_keys(
         for row in rows
     ]
     return Page(items=items, next_cursor=next_cursor)
+
+
+def recall(
+    scope: Scope, memory_key: str | None = None, limit: int = 50, cursor: str | None = None
+) -> tuple[Page, str | None]:
+    """The conversation turns behind a memory (its `source_keys`; a turn, itself), or (no key) the turns of the
+    session the scope is held to, in the order they were said; paged by a keyset cursor. With a reason when none
+    can be: source_not_found, source_has_no_turns."""
+    keys = None
+    if memory_key is not None:
+        source = get(scope, memory_key)
+        if not source:
+            return Page([], None), "source_not_found"
+        keys = [memory_key] if source[0]["memory_type"] == "turn" else source[0]["source_keys"]
+        if not keys:
+            return Page([], None), "source_has_no_turns"
+    after_at, after_key = _decode(cursor, "recall") if cursor else (None, None)
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS}, toUnixTimestamp64Milli(coalesce(valid_at, created_at)) AS said_at
+        FROM memories FINAL
+        WHERE {_ROWS} AND memory_type = 'turn' AND status = 'active'
+          AND ({{whole_session:Bool}} OR has({{keys:Array(String)}}, memory_key))
+          AND ({{after_key:Nullable(String)}} IS NULL
+               OR (said_at, memory_key) > ({{after_at:Nullable(Int64)}}, {{after_key:Nullable(String)}}))
+        ORDER BY said_at, memory_key
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(
+            scope, whole_session=keys is None, keys=keys or [], after_at=after_at, after_key=after_key, limit=limit + 1
+        ),
+    )
+    more, rows = len(rows) > limit, rows[:limit]
+    return Page(rows, _encode("recall", rows[-1]["said_at"], rows[-1]["memory_key"]) if more else None), None
 
 
 def _encode(order: str, sort_value, key: str) -> str:
