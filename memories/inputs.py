@@ -536,6 +536,15 @@ class MemoryTimeline(HeldRead):
         return super().validate(data)
 
 
+class ExtractionList(OpInput):
+    state = Choice(("pending", "done", "failed"), required=False, help_text="Only jobs in this state.")
+    limit = Integer(min_value=1, max_value=500, default=50)
+
+
+class ExtractionRetry(OpInput):
+    job_id = String(max_chars=64, allow_empty=False, plain=True, required=False, help_text="Else every failed job.")
+
+
 class MemoryRecall(HeldRead):
     memory_key = MemoryKey(required=False, help_text="A memory: the turns it came from. Else send session_id.")
     limit = Integer(min_value=1, max_value=500, default=50)

@@ -132,7 +132,7 @@ class ConversationOut(serializers.Serializer):
     )
     error = serializers.CharField(allow_null=True, help_text="Why the extraction was queued, when it failed.")
     model_calls = serializers.IntegerField(help_text="Extraction calls made (one per batch of turns, more to repair).")
-    job_id = serializers.CharField(allow_null=True, help_text="The queued job (memory.extraction_list names it).")
+    job_id = serializers.CharField(allow_null=True, help_text="The queued job (extraction.list shows it).")
 
 
 class MemorySetBatchOut(serializers.Serializer):
@@ -535,6 +535,26 @@ class OutcomeOut(serializers.Serializer):
 class TimelineOut(serializers.Serializer):
     results = MemoryOut(many=True)
     total_matching = serializers.IntegerField(help_text="Rows matching in all; more than results means more to page.")
+
+
+class ExtractionJobOut(serializers.Serializer):
+    job_id = serializers.CharField()
+    state = serializers.ChoiceField(["pending", "done", "failed"])
+    session_id = serializers.CharField()
+    turn_keys = serializers.ListField(child=serializers.CharField(), help_text="The turns it reads.")
+    agent = serializers.CharField()
+    user_id = serializers.CharField()
+    enqueued_by = serializers.CharField(help_text="The token that wrote the turns: whose the model call is.")
+    attempts = serializers.IntegerField()
+    due_at = serializers.DateTimeField(help_text="A pending job is not tried before.")
+    error = serializers.CharField(help_text="The last attempt's failure; empty once done.")
+    facts = serializers.IntegerField(help_text="Facts stored, once done.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ExtractionListOut(serializers.Serializer):
+    jobs = ExtractionJobOut(many=True, help_text="Newest first.")
 
 
 class RecallOut(serializers.Serializer):

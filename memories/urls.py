@@ -12,6 +12,8 @@ OPS = [
     views.MemoryRelated,
     views.MemorySetFromMessages,
     views.MemoryRecall,
+    views.ExtractionList,
+    views.ExtractionRetry,
     views.MemorySearch,
     views.MemoryAsk,
     views.MemorySearchTrace,

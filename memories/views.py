@@ -27,7 +27,7 @@ from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
-from retrieval.store import audit, namespaces, reads
+from retrieval.store import audit, extraction_queue, namespaces, reads
 from retrieval.store.clickhouse import ClickHouseUnavailable
 from tenancy import audit as audit_log
 from tenancy import limits
@@ -414,6 +414,39 @@ class MemoryRelated(OpView):
     def run(self, scope, data):
         rows, reason = reads.related(held(scope, data), **data)
         return self.answer({"results": rows, "reason": reason})
+
+
+class ExtractionList(OpView):
+    """The namespace's extraction jobs (deferred or failed memory.set_from_messages), newest first, each with its
+    state, attempts and last error."""
+
+    op = "extraction.list"
+    request_serializer = inputs.ExtractionList
+    response_serializer = outputs.ExtractionListOut
+    example = {"state": "failed"}
+
+    def run(self, scope, data):
+        return self.answer({"jobs": extraction_queue.jobs(scope, data.get("state"), data["limit"])})
+
+
+class ExtractionRetry(OpView):
+    """Try an extraction job again now (or every failed one of the namespace), its attempts counted afresh."""
+
+    op = "extraction.retry"
+    role = Role.WRITER
+    request_serializer = inputs.ExtractionRetry
+    response_serializer = outputs.ExtractionListOut
+    refusals = ("JOB_NOT_FOUND",)
+    example = {}
+
+    def run(self, scope, data):
+        wanted = (
+            [data["job_id"]] if "job_id" in data else [job.job_id for job in extraction_queue.jobs(scope, "failed")]
+        )
+        retried = [job for job in (extraction_queue.retry(scope, job_id) for job_id in wanted) if job is not None]
+        if "job_id" in data and not retried:
+            raise Refusal("JOB_NOT_FOUND", f"no extraction job {data['job_id']!r} in this namespace", "job_id")
+        return self.answer({"jobs": retried})
 
 
 class MemoryRecall(OpView):

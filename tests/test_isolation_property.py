@@ -36,6 +36,7 @@ OPS = (
     "memory.related",
     "memory.recall",
     "memory.ask",
+    "extraction.list",
     "calibration.get",
     "eval.set_list",
     "eval.run_list",
@@ -82,6 +83,7 @@ def body_of(op: str, org: str, namespace: str) -> dict:
         "memory.recall": {"memory_key": key(org, namespace, 0)},
         "memory.ask": {"query": "when is the lighthouse maintained?", "llm_cache": True},
         "calibration.get": {},
+        "extraction.list": {},
         "memory.set": {"memory_key": f"probe-{uuid.uuid4().hex}", "value": "a lighthouse note, by the probe"},
         "memory.set_from_messages": {
             "session_id": "probe",

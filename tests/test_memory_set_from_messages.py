@@ -242,14 +242,19 @@ def test_a_failing_model_leaves_the_turns_stored_and_the_job_queued_until_it_ans
     assert call("memory.list", {}, writer).json["items"][0]["memory_key"] == turn  # and nothing half-written
     assert len(call("memory.list", {}, writer).json["items"]) == 1
 
-    [job] = extraction_queue.jobs(scope_of(alice))
-    assert (job.state, job.attempts, job.error) == ("pending", 1, reply.json["error"])
+    [job] = call("extraction.list", {}, writer).json["jobs"]
+    assert (job["state"], job["attempts"], job["error"], job["turn_keys"]) == (
+        "pending",
+        1,
+        reply.json["error"],
+        [turn],
+    )
     assert conversation.run_due(org=alice.name) == 0  # backing off
-    extraction_queue.retry(scope_of(alice), job.job_id)
+    assert call("extraction.retry", {"job_id": job["job_id"]}, writer).json["jobs"][0]["attempts"] == 0
     model_server.script(extracted(a_fact("event.dana.moved-to-lisbon", "Dana moved to Lisbon in May.", [0], "event")))
     assert conversation.run_due(org=alice.name) == 1
-    [job] = extraction_queue.jobs(scope_of(alice))
-    assert (job.state, job.facts) == ("done", 1)
+    [job] = call("extraction.list", {}, writer).json["jobs"]
+    assert (job["state"], job["facts"], job["error"]) == ("done", 1, "")
     assert call("memory.get", {"memory_key": "event.dana.moved-to-lisbon"}, writer).json["source_keys"] == [turn]
 
 
@@ -262,9 +267,14 @@ def test_a_job_that_keeps_failing_is_failed_with_its_error(
     call("memory.set_from_messages", body, writer)
     while conversation.run_due(org=alice.name):
         pass
-    [job] = extraction_queue.jobs(scope_of(alice))
-    assert (job.state, job.attempts) == ("failed", extraction_queue.MAX_ATTEMPTS) and "no readable facts" in job.error
+    [job] = call("extraction.list", {"state": "failed"}, writer).json["jobs"]
+    assert job["attempts"] == extraction_queue.MAX_ATTEMPTS and "no readable facts" in job["error"]
     assert len(model_server.chat_requests()) == 2 * extraction_queue.MAX_ATTEMPTS
+    # An operator retries every failed job of the namespace; an unknown job is named as such.
+    assert [j["state"] for j in call("extraction.retry", {}, writer).json["jobs"]] == ["pending"]
+    missing = call("extraction.retry", {"job_id": "no-such-job"}, writer)
+    assert (missing.status, missing.error, missing.json["error"]["field"]) == (404, "JOB_NOT_FOUND", "job_id")
+    assert call("extraction.retry", {}, alice.token("viewer")).error == "ROLE_FORBIDDEN"
 
 
 def test_with_the_orgs_model_calls_off_the_turns_are_stored_and_nothing_is_extracted(
@@ -276,13 +286,6 @@ def test_with_the_orgs_model_calls_off_the_turns_are_stored_and_nothing_is_extra
     assert reply["extraction"] == "queued" and "ModelCallsOff" in reply["error"] and reply["facts"] == []
     assert model_server.chat_requests() == []
     call("org.set_model_calls", {"enabled": True, "reason": "done"}, admin)
-
-
-def scope_of(tenant):
-    from tenancy.access import Scope
-    from tenancy.roles import Role
-
-    return Scope(org=tenant.name, namespace="default", role=Role.ADMIN, subject="test")
 
 
 def test_a_pinned_memory_is_not_overwritten_by_a_fact_of_its_key(backend, call, writer):

@@ -278,6 +278,39 @@ class EvalSetUpload(TypedDict, total=False):
     questions: Required[list[EvalQuestion]]
 
 
+class ExtractionJobOut(TypedDict):
+    job_id: str
+    state: Literal["pending", "done", "failed"]
+    session_id: str
+    turn_keys: list[str]
+    agent: str
+    user_id: str
+    enqueued_by: str
+    attempts: int
+    due_at: str
+    error: str
+    facts: int
+    created_at: str
+    updated_at: str
+
+
+class ExtractionList(TypedDict, total=False):
+    org: str
+    namespace: str
+    state: Literal["pending", "done", "failed"]
+    limit: int
+
+
+class ExtractionListOut(TypedDict):
+    jobs: list[ExtractionJobOut]
+
+
+class ExtractionRetry(TypedDict, total=False):
+    org: str
+    namespace: str
+    job_id: str
+
+
 class FactOut(TypedDict):
     memory_key: str
     agent: str
@@ -838,6 +871,7 @@ class RefusalOut(TypedDict):
         "INVALID_TOKEN",
         "INVALID_TYPE",
         "INVALID_VALUE",
+        "JOB_NOT_FOUND",
         "MALFORMED_JSON",
         "MEMORY_NOT_FOUND",
         "MEMORY_PINNED",
@@ -1123,6 +1157,8 @@ IN_NAMESPACE = frozenset(
         "eval.run_list",
         "eval.set_list",
         "eval.set_upload",
+        "extraction.list",
+        "extraction.retry",
         "memory.ask",
         "memory.bulk_get",
         "memory.delete",
@@ -1191,6 +1227,14 @@ class Ops:
     def memory_recall(self, **body: Unpack[MemoryRecall]) -> RecallOut:
         """memory.recall: The raw conversation behind a memory (the turns it was extracted from), or a session's turns, in order."""
         return self._op("memory.recall", dict(body))
+
+    def extraction_list(self, **body: Unpack[ExtractionList]) -> ExtractionListOut:
+        """extraction.list: The namespace's extraction jobs (deferred or failed memory.set_from_messages), newest first, each with its…"""
+        return self._op("extraction.list", dict(body))
+
+    def extraction_retry(self, **body: Unpack[ExtractionRetry]) -> ExtractionListOut:
+        """extraction.retry: Try an extraction job again now (or every failed one of the namespace), its attempts counted afresh."""
+        return self._op("extraction.retry", dict(body))
 
     def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
@@ -1326,6 +1370,14 @@ class AsyncOps:
     async def memory_recall(self, **body: Unpack[MemoryRecall]) -> RecallOut:
         """memory.recall: The raw conversation behind a memory (the turns it was extracted from), or a session's turns, in order."""
         return await self._op("memory.recall", dict(body))
+
+    async def extraction_list(self, **body: Unpack[ExtractionList]) -> ExtractionListOut:
+        """extraction.list: The namespace's extraction jobs (deferred or failed memory.set_from_messages), newest first, each with its…"""
+        return await self._op("extraction.list", dict(body))
+
+    async def extraction_retry(self, **body: Unpack[ExtractionRetry]) -> ExtractionListOut:
+        """extraction.retry: Try an extraction job again now (or every failed one of the namespace), its attempts counted afresh."""
+        return await self._op("extraction.retry", dict(body))
 
     async def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""

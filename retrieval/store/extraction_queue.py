@@ -94,12 +94,20 @@ def failed(job: Job, error: str) -> None:
 
 
 def retry(scope: Scope, job_id: str) -> Job | None:
-    """A failed (or pending) job of the namespace made due now, its attempts counted afresh; None if unknown."""
-    found = [job for job in jobs(scope, None, 1000) if job.job_id == job_id]
-    if not found or found[0].state == DONE:
-        return found[0] if found else None
-    job = _next(found[0], state=PENDING, attempts=0, due_at=datetime.now(UTC))
+    """A failed (or pending) job of the namespace made due now, its attempts counted afresh (a done job as it is);
+    None if the namespace has no such job."""
+    rows = clickhouse.query(
+        f"""
+        SELECT {_COLUMNS} FROM extraction_queue FINAL
+        WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND job_id = {{job_id:String}}
+        """,
+        {"org": scope.org, "namespace": scope.namespace, "job_id": job_id},
+    )
+    if not rows or rows[0]["state"] == DONE:
+        return Job(**rows[0]) if rows else None
+    job = _next(Job(**rows[0]), state=PENDING, attempts=0, due_at=datetime.now(UTC))
     _save(job)
+    job_queued.send(sender=None)
     return job
 
 
