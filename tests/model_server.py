@@ -10,6 +10,7 @@ from the fake embedder, so searches over them behave like searches.
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -52,10 +53,13 @@ class Seen:
 @dataclass
 class ModelServer:
     requests: list[Seen] = field(default_factory=list)
+    # A chat answer's text when none is scripted, from the request's last message (else the model echoes it).
+    respond: Callable[[str], str] | None = None
     _script: list[Answer] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self) -> "ModelServer":
+    def start(self, port: int = 0) -> "ModelServer":
+        """Serve on a free loopback port, or on `port` (the same server started again after a stop)."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -74,7 +78,10 @@ class ModelServer:
                     }
                     return self._send(answer.status, {"error": error}, answer.retry_after)
                 if self.path.endswith("/chat/completions"):
-                    return self._send(200, chat_answer(body, answer.content, answer))
+                    content = answer.content
+                    if content is None and server.respond is not None:
+                        content = server.respond(body["messages"][-1]["content"])
+                    return self._send(200, chat_answer(body, content, answer))
                 if self.path.endswith("/messages"):
                     return self._send(200, messages_answer(body, answer.content))
                 if self.path.endswith("/rerank"):
@@ -111,7 +118,7 @@ class ModelServer:
             def log_message(self, *args):  # quiet
                 pass
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._http.daemon_threads = True
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
         return self

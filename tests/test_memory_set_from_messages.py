@@ -311,3 +311,35 @@ def test_extract_pending_runs_the_queue_on_a_clickhouse_server(backend, alice, c
     out = StringIO()
     call_command("extract_pending", "--org", alice.name, stdout=out)
     assert out.getvalue().strip() == "nothing to extract"
+
+
+def test_a_thousand_deferred_turns_drain_with_nothing_lost_across_a_model_outage(
+    backend, alice, call, writer, openai_llm, model_server, monkeypatch
+):
+    """1,000 turns queued in five conversations; the model server is stopped after the second job and started
+    again on the same port: the jobs that met the outage back off and are retried, and every turn's facts are
+    stored once. The queue is the engine's: nothing of it lives in the process (its copies dropped meanwhile)."""
+    from retrieval import caching
+    from retrieval.ingest import extraction
+
+    monkeypatch.setattr(extraction_queue, "BACKOFF_S", 0)  # due again at once
+    model_server.respond = extraction.fake_answer  # a model that states what the turns state
+    for n in range(5):
+        messages = [{"role": "user", "name": "Dana", "content": f"I filed report {n}-{i} today."} for i in range(200)]
+        reply = call("memory.set_from_messages", {"session_id": f"s{n}", "messages": messages, "defer": True}, writer)
+        assert reply.status == 202
+    assert conversation.run_due(limit=2, org=alice.name) == 2
+    port = int(model_server.url.rsplit(":", 1)[1].split("/")[0])
+    model_server.stop()
+    assert conversation.run_due(limit=1, org=alice.name) == 1  # meets the outage: backs off
+    caching.forget_all()
+    model_server.start(port)
+    while conversation.run_due(org=alice.name):
+        pass
+    jobs = call("extraction.list", {}, writer).json["jobs"]
+    assert sorted(job["state"] for job in jobs) == ["done"] * 5 and sum(job["facts"] for job in jobs) == 1000
+    assert max(job["attempts"] for job in jobs) == 1  # the one that met the outage, retried once
+    facts = [
+        item for item in call("memory.list", {"limit": 1000}, writer).json["items"] if item["memory_type"] != "turn"
+    ]
+    assert len(facts) == 1000
