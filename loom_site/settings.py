@@ -280,6 +280,13 @@ LOOM_MEMORY_CHUNK_CHARS = env.integer("LOOM_MEMORY_CHUNK_CHARS", 1000, minimum=6
 LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer(
     "LOOM_MEMORY_CHUNK_OVERLAP_CHARS", 150, minimum=0, doc="overlap between chunks"
 )
+# A row written without entities gets the names its value is about (retrieval/language/names.py `in_value`), so the
+# entity, graph and related legs serve it.
+LOOM_ENTITY_EXTRACT_ENABLED = env.boolean(
+    "LOOM_ENTITY_EXTRACT_ENABLED",
+    True,
+    doc="a row written without `entities` gets the names its value is about (read deterministically at write time)",
+)
 # memory.set_from_messages: the turns one extraction call reads (retrieval/ingest/extraction.py). Fewer calls with
 # more; a model reads a long batch less closely.
 LOOM_MEMORY_EXTRACT_BATCH_TURNS = env.integer(

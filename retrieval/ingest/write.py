@@ -11,7 +11,7 @@ import logging
 import threading
 import zlib
 from concurrent import futures
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -20,7 +20,7 @@ from django.conf import settings
 from retrieval import knobs
 from retrieval.errors import Refusal
 from retrieval.ingest import sensitivity, write_gates
-from retrieval.language import amounts, chunking, sentences, text
+from retrieval.language import amounts, chunking, names, sentences, text
 from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
@@ -125,6 +125,7 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
         reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
         levels = [sensitivity.effective(item.sensitivity, *item.texts) for item in items]
+        items = [_with_entities(item, level) for item, (level, _) in zip(items, levels)]
         for item, (level, _) in zip(items, levels):  # stemmed meanwhile too: the term rows and the mirror reuse it
             if level != "high":
                 text.value_terms(item.value)
@@ -159,6 +160,15 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
             futures.wait([stored])  # nothing of the batch left running once its locks are released
         stored.result()
     return [plan.result for plan in plans]
+
+
+def _with_entities(item: MemoryInput, level: str) -> MemoryInput:
+    """The item as stored: one written without entities (LOOM_ENTITY_EXTRACT_ENABLED) gets the names its value is
+    about, before it is compared with the stored row (so writing it again is `unchanged`). Never a high row's: its
+    value is read by key alone."""
+    if item.entities or level == "high" or not settings.LOOM_ENTITY_EXTRACT_ENABLED:
+        return item
+    return replace(item, entities=names.in_value(item.value))
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The names a text is about: a query's, for the `entity_absent` verdict (retrieval/search/mentions.py), and a
-value's markers, for the write gates. Read deterministically: capitalised runs, quoted phrases, identifiers.
+"""The names a text is about: a query's, for the `entity_absent` verdict (retrieval/search/mentions.py), a value's
+(its entities, when a write names none: `in_value`), and a value's markers, for the write gates. Read
+deterministically: capitalised runs, quoted phrases, identifiers.
 
 Not a name: a sentence's first word when it stands alone (English capitalises it
 anyway: "Deploy", "Tell"), question and function words, months and weekdays
@@ -17,7 +18,7 @@ _OPENERS = STOPWORDS | frozenset(
     """is are was were do does did can could would should shall may might must will has have had tell show
     find list give describe name explain summarize summarise please any some all""".split()
 )
-_NOT_NAMES = frozenset({"i", *MONTHS, *WEEKDAYS})
+_NOT_NAMES = frozenset({"i", *MONTHS, *WEEKDAYS, *(day + "s" for day in WEEKDAYS)})  # "on Fridays": a date too
 _CAPITALISED = re.compile(r"[A-Z][\w&.-]*(?:['’][A-Za-z]+)?")
 _RUN = re.compile(rf"{_CAPITALISED.pattern}(?:\s+{_CAPITALISED.pattern})*")
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
@@ -61,6 +62,25 @@ def about(query: str) -> list[str]:
             names.append(name)
     # A name inside a longer one ("Berg" in "Jonas Berg") is checked as part of it.
     return [n for n in names if not any(n != m and f" {n.lower()} " in f" {m.lower()} " for m in names)]
+
+
+# A sentence's capitalised first word, alone, that a statement goes on to say something of ("Acme is on the
+# Enterprise plan"): a name, where "Production deploys run" is just a capital.
+_SUBJECT = re.compile(
+    r"(?:^|[.!?]\s+)([A-Z][\w&-]*)(?:['’]s)?\s+(?:is|was|are|were|has|had|will|would|can|could|said|says|and|does|did)\b"
+)
+MAX_ENTITIES = 16
+
+
+def in_value(value: str) -> list[str]:
+    """The names a stored value is about (its entities when its write named none): `about`'s, and a sentence's
+    first word when what follows says something of it; at most MAX_ENTITIES, each once, as written."""
+    found = about(value)
+    for match in _SUBJECT.finditer(value):
+        word = match.group(1)
+        if word.lower() not in _OPENERS | _NOT_NAMES and word.lower() not in (name.lower() for name in found):
+            found.append(word)
+    return found[:MAX_ENTITIES]
 
 
 # A whole token holding a digit; tried from a token's start only (the lookbehind), so not retried at each position.

@@ -81,7 +81,9 @@ def run(scope: Scope, ctx: Context, pool: Pool, gates: Gates, answerable: bool, 
     """Run the rounds the first pass calls for into `pool`; `answerable` False: the entity check already abstains."""
     work, started = Work(), time.monotonic()
     forced = ctx.plan.hyde and ctx.plan.budget == "deep"
-    if not answerable or (_top(pool) >= gates.hyde_fallback and not forced):
+    # Every mode runs the vector leg, which has no floor: an empty first pool means no eligible row holds a vector,
+    # and no rewrite of the question can find one.
+    if not answerable or not pool or (_top(pool) >= gates.hyde_fallback and not forced):
         return work
     deadline = started + settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS / 1000
     client = llm.get_llm()
