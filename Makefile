@@ -9,7 +9,7 @@ PORT ?= 8000
 THREADS ?= 8
 WORKERS ?= 1
 
-.PHONY: run test client screenshots bench bench-quality clean
+.PHONY: run test client screenshots bench bench-quality bench-extraction clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ bench: $(VENV)/.dev
 
 bench-quality: $(VENV)/.dev
 	LOOM_EMBEDDING_MODEL=local LOOM_MEMORY_SEARCH_DEFAULT_MODE=hybrid $(BIN)/python bench/quality.py
+
+# memory.set_from_messages against memory.set on the same turns, searched as make run serves.
+bench-extraction: $(VENV)/.dev
+	LOOM_EMBEDDING_MODEL=local LOOM_MEMORY_SEARCH_DEFAULT_MODE=hybrid $(BIN)/python bench/extraction.py
 
 clean:
 	rm -rf $(VENV) var

@@ -3,6 +3,8 @@ ways, each into its own namespace, and the split's questions searched in each.
 
     .venv/bin/python bench/extraction.py [--data ../shared/data/locomo-dev] [--resamples 1000] [--convs conv-26 ...]
 
+`make bench-extraction` runs it as `make run` serves (the local embedder, hybrid search).
+
 - `memory.set`: one memory per turn, as bench/quality.py writes them (valid_at the session's date, the speaker as
   entity): the baseline, timed in the same run.
 - `set_from_messages`: each session sent as one conversation (a message per turn: the first speaker `user`, the
@@ -12,7 +14,8 @@ ways, each into its own namespace, and the split's questions searched in each.
 Printed: write throughput (turns/s, median of the conversations) and model calls per 100 turns; then, per
 conversation (each a fold: nothing here is tuned) and overall, recall@10 of the gold turns with its 95% bootstrap
 interval, each way, searched as bench/quality.py's `default` (top_k 20, fast budget). A hit that is an extracted fact
-stands for the turns it names (its `source_keys`): the question asks for the evidence, and the fact is its words.
+stands for the turns it names (its `source_keys`): the question asks for the evidence, and the fact is its words
+(the search shows a fact and its turns once).
 """
 
 import argparse
@@ -31,7 +34,6 @@ from retrieval.providers import costs, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
-from retrieval.store import reads
 from tenancy.access import Scope
 from tenancy.roles import Role
 
@@ -101,13 +103,9 @@ def main():
 
     def recall(way: str, q: dict) -> float:
         request = SearchRequest(query=q["question"], top_k=20, retrieval_budget="fast")
-        keys = [hit["memory_key"] for hit in service.search(scope(q["conv"], way), request).hits][:10]
-        if way == "messages":  # a fact stands for its turns
-            rows = reads.bulk_get(scope(q["conv"], way), keys)
-            keys = [turn for key in keys for turn in (rows[key]["source_keys"] or [key])]
-            gold = {turn_of[key] for key in q["gold_keys"] if key in turn_of}
-        else:
-            gold = set(q["gold_keys"])
+        hits = service.search(scope(q["conv"], way), request).hits[:10]
+        keys = [turn for hit in hits for turn in (hit["source_keys"] or [hit["memory_key"]])]  # a fact: its turns
+        gold = {turn_of[key] for key in q["gold_keys"] if key in turn_of} if way == "messages" else set(q["gold_keys"])
         return len(gold & set(keys)) / len(gold)
 
     answerable = [q for q in queries if q["category"] in quality.CATEGORIES and q["gold_keys"]]

@@ -281,11 +281,14 @@ LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer(
     "LOOM_MEMORY_CHUNK_OVERLAP_CHARS", 150, minimum=0, doc="overlap between chunks"
 )
 # A row written without entities gets the names its value is about (retrieval/language/names.py `in_value`), so the
-# entity, graph and related legs serve it.
+# entity, graph and related legs serve it; with a real model, the entity extractor then asks it
+# (retrieval/ingest/entity_extractor.py).
 LOOM_ENTITY_EXTRACT_ENABLED = env.boolean(
     "LOOM_ENTITY_EXTRACT_ENABLED",
     True,
-    doc="a row written without `entities` gets the names its value is about (read deterministically at write time)",
+    doc="a row written without `entities` gets the names its value is about, read deterministically at write time; "
+    "where a real LLM is configured the entity extractor then asks it in the background (the extraction queue, "
+    "task `entities`) and writes the entities and relations it names as the row's next version",
 )
 # memory.set_from_messages: the turns one extraction call reads (retrieval/ingest/extraction.py). Fewer calls with
 # more; a model reads a long batch less closely.
@@ -294,6 +297,20 @@ LOOM_MEMORY_EXTRACT_BATCH_TURNS = env.integer(
     40,
     minimum=1,
     doc="`memory.set_from_messages`: the turns one extraction call reads (a 200-message request: 5 calls)",
+)
+# The conflict resolver (retrieval/ingest/conflict_resolver.py): after a write whose row got a conflict verdict, a
+# model judges the pair. Off where either model is the fake: an echo cannot judge.
+LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED = env.boolean(
+    "LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED",
+    True,
+    doc="after a write whose row got a `conflict_verdict`, a model judges the pair in the background: a revision "
+    "supersedes the older row, a contradiction marks both, compatible clears the verdict; on unless the LLM or "
+    "the resolver's model is the fake",
+)
+LOOM_CONFLICT_RESOLVER_MODEL = env.string(
+    "LOOM_CONFLICT_RESOLVER_MODEL",
+    "gpt-6.1-sol",
+    doc="the conflict resolver's model (same provider rules as `LOOM_LLM_MODEL`; its key missing, the resolver is off)",
 )
 
 # --- Providers ---------------------------------------------------------------

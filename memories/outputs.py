@@ -68,12 +68,27 @@ class MemoryOut(serializers.Serializer):
         return data
 
 
+class ConflictDecisionOut(serializers.Serializer):
+    memory_key = serializers.CharField()
+    version = serializers.IntegerField(help_text="The version of the key the decision is about.")
+    other_key = serializers.CharField(help_text="The row it was judged against.")
+    other_version = serializers.IntegerField()
+    decision = serializers.ChoiceField(["revision", "contradiction", "compatible"])
+    reason = serializers.CharField(help_text="The model's stated reason.")
+    model = serializers.CharField()
+    decided_at = serializers.DateTimeField()
+
+
 class MemoryGetOut(MemoryOut):
     row_count = serializers.IntegerField(help_text="Active rows of this key (one per writer and session).")
     history = MemoryOut(many=True, required=False, help_text="Every version, newest first (history=true).")
+    decisions = ConflictDecisionOut(
+        many=True, required=False, help_text="The conflict resolver's decisions on its versions, oldest first."
+    )
     # memory.get alone carries the write gates' conflict verdict (memory.bulk_get leaves it out).
     conflict_verdict = serializers.SerializerMethodField(
-        help_text="The live row this value conflicts with: memory_key, similarity, threshold, tier."
+        help_text="The live row this value conflicts with: memory_key, similarity, threshold, tier; once the "
+        "conflict resolver judged it, its `resolution` (revision or contradiction) and `reason`."
     )
 
     def get_conflict_verdict(self, row) -> dict | None:
@@ -327,6 +342,14 @@ class SearchHitOut(serializers.Serializer):
     below_threshold = serializers.BooleanField()
     source = serializers.CharField(help_text="fact or chunk")
     parent_memory_key = serializers.CharField(allow_null=True)
+    source_keys = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="An extracted fact's conversation turns (memory.recall reads them); a turn a fact above it names "
+        "is not a hit of its own.",
+    )
+    contradicts = serializers.ListField(
+        child=serializers.CharField(), help_text="The keys the conflict resolver found this version contradicted by."
+    )
     chunk_index = serializers.IntegerField(allow_null=True)
     status = serializers.CharField()
     superseded_by = serializers.IntegerField(allow_null=True)
@@ -539,16 +562,22 @@ class TimelineOut(serializers.Serializer):
 
 class ExtractionJobOut(serializers.Serializer):
     job_id = serializers.CharField()
+    task = serializers.ChoiceField(
+        ["facts", "entities"],
+        help_text="facts: a conversation's extraction; entities: the entity extractor naming rows written without.",
+    )
     state = serializers.ChoiceField(["pending", "done", "failed"])
     session_id = serializers.CharField()
-    turn_keys = serializers.ListField(child=serializers.CharField(), help_text="The turns it reads.")
+    turn_keys = serializers.ListField(
+        child=serializers.CharField(), help_text="The rows it reads: the turns (facts), the memories (entities)."
+    )
     agent = serializers.CharField()
     user_id = serializers.CharField()
-    enqueued_by = serializers.CharField(help_text="The token that wrote the turns: whose the model call is.")
+    enqueued_by = serializers.CharField(help_text="The token that wrote the rows: whose the model call is.")
     attempts = serializers.IntegerField()
     due_at = serializers.DateTimeField(help_text="A pending job is not tried before.")
     error = serializers.CharField(help_text="The last attempt's failure; empty once done.")
-    facts = serializers.IntegerField(help_text="Facts stored, once done.")
+    facts = serializers.IntegerField(help_text="Rows written, once done: facts stored, or rows newly named.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

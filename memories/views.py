@@ -27,7 +27,7 @@ from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import ask, service, trace, usage
 from retrieval.search.plan import SearchRequest
-from retrieval.store import audit, extraction_queue, namespaces, reads
+from retrieval.store import audit, conflict_decisions, extraction_queue, namespaces, reads
 from retrieval.store.clickhouse import ClickHouseUnavailable
 from tenancy import audit as audit_log
 from tenancy import limits
@@ -338,6 +338,7 @@ class MemoryGet(OpView):
         payload = {**rows[0], "row_count": len(rows)}
         if data["history"]:
             payload["history"] = reads.history(scope, data["memory_key"])
+            payload["decisions"] = conflict_decisions.of_key(scope, data["memory_key"])
         audit.sensitive_reads(scope.org, scope.namespace, scope.subject, self.op, rows + payload.get("history", []))
         return self.answer(payload)
 

@@ -29,7 +29,7 @@ from retrieval.providers import costs, customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import rank, service, trace
 from retrieval.search.plan import SearchRequest
-from retrieval.store import audit, clickhouse, namespaces, reads
+from retrieval.store import audit, clickhouse, conflict_decisions, namespaces, reads
 from tenancy import audit as audit_log
 from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
@@ -395,6 +395,7 @@ def memory(request: HttpRequest, principal: Principal, context: dict, memory_key
             scope=scope,
             memory_key=memory_key,
             versions=reads.history(scope, memory_key),
+            decisions=conflict_decisions.of_key(scope, memory_key),
             chunks=reads.chunks(scope, memory_key),
         )
     status = 404 if "error" not in context and not context["versions"] else 200

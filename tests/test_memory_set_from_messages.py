@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from retrieval.ingest import conversation
+from retrieval.ingest import extraction_pass
 from retrieval.store import extraction_queue
 from tests.model_server import Answer
 
@@ -88,6 +88,23 @@ def test_sent_again_nothing_is_stored_twice(backend, call, writer):
     assert len(listed) == len(first["turns"]) + len(first["facts"])
 
 
+def test_a_search_shows_a_fact_and_the_turn_it_came_from_once(backend, call, writer, alice):
+    turns = [t["memory_key"] for t in call("memory.set_from_messages", CONVERSATION, writer).json["turns"]]
+    reader = alice.token("viewer")
+    body = {"query": "support group", "top_k": 10, "min_similarity": 0}
+    hits = {hit["memory_key"]: hit for hit in call("memory.search", body, reader).json["hits"]}
+    fact = "event.caroline.i-went-to-a-support-group"
+    assert (fact in hits) != (turns[0] in hits), list(hits)  # one piece of evidence, one hit
+    if fact in hits:
+        assert hits[fact]["source_keys"] == [turns[0]]
+    # Melanie's turn stated two facts: the best ranked of the three stands for the turn, one hit.
+    melanie = {"pref.melanie.i-love-painting-it-relaxes-me", "fact.melanie.my-kids-are-doing-well", turns[1]}
+    everything = {hit["memory_key"] for hit in call("memory.search", {**body, "query": "Melanie"}, reader).json["hits"]}
+    assert len(everything & melanie) == 1, everything
+    # A turn itself names no sources.
+    assert all(hit["source_keys"] == [] for hit in hits.values() if hit["memory_type"] == "turn")
+
+
 def test_the_same_message_twice_in_a_conversation_is_two_turns(backend, call, writer):
     said = {"role": "user", "name": "Dana", "content": "I will call the vendor tomorrow morning."}
     reply = call("memory.set_from_messages", {"session_id": "s2", "messages": [said, said]}, writer).json
@@ -162,7 +179,7 @@ def test_deferred_the_turns_are_stored_now_and_the_facts_once_the_queue_runs(bac
     assert reply.json["job_id"]
     searched = call("memory.search", {"query": "what does Melanie love?", "min_similarity": 0}, writer).json
     assert searched["pending_extraction"] == 1  # the answer is not all there is yet
-    assert conversation.run_due(org=alice.name) == 1
+    assert extraction_pass.run_due(org=alice.name) == 1
     searched = call("memory.search", {"query": "what does Melanie love?", "min_similarity": 0}, writer).json
     assert searched["pending_extraction"] == 0
     assert "pref.melanie.i-love-painting-it-relaxes-me" in [hit["memory_key"] for hit in searched["hits"]]
@@ -249,10 +266,10 @@ def test_a_failing_model_leaves_the_turns_stored_and_the_job_queued_until_it_ans
         reply.json["error"],
         [turn],
     )
-    assert conversation.run_due(org=alice.name) == 0  # backing off
+    assert extraction_pass.run_due(org=alice.name) == 0  # backing off
     assert call("extraction.retry", {"job_id": job["job_id"]}, writer).json["jobs"][0]["attempts"] == 0
     model_server.script(extracted(a_fact("event.dana.moved-to-lisbon", "Dana moved to Lisbon in May.", [0], "event")))
-    assert conversation.run_due(org=alice.name) == 1
+    assert extraction_pass.run_due(org=alice.name) == 1
     [job] = call("extraction.list", {}, writer).json["jobs"]
     assert (job["state"], job["facts"], job["error"]) == ("done", 1, "")
     assert call("memory.get", {"memory_key": "event.dana.moved-to-lisbon"}, writer).json["source_keys"] == [turn]
@@ -265,7 +282,7 @@ def test_a_job_that_keeps_failing_is_failed_with_its_error(
     model_server.script(*[Answer(content="nope")] * (2 * extraction_queue.MAX_ATTEMPTS))  # each attempt asks twice
     body = {"session_id": "s7", "messages": [{"role": "user", "name": "Dana", "content": "I moved to Lisbon in May."}]}
     call("memory.set_from_messages", body, writer)
-    while conversation.run_due(org=alice.name):
+    while extraction_pass.run_due(org=alice.name):
         pass
     [job] = call("extraction.list", {"state": "failed"}, writer).json["jobs"]
     assert job["attempts"] == extraction_queue.MAX_ATTEMPTS and "no readable facts" in job["error"]
@@ -314,7 +331,7 @@ def test_extract_pending_runs_the_queue_on_a_clickhouse_server(backend, alice, c
 
 
 def test_a_thousand_deferred_turns_drain_with_nothing_lost_across_a_model_outage(
-    backend, alice, call, writer, openai_llm, model_server, monkeypatch
+    backend, alice, call, writer, openai_llm, model_server, monkeypatch, settings
 ):
     """1,000 turns queued in five conversations; the model server is stopped after the second job and started
     again on the same port: the jobs that met the outage back off and are retried, and every turn's facts are
@@ -323,18 +340,19 @@ def test_a_thousand_deferred_turns_drain_with_nothing_lost_across_a_model_outage
     from retrieval.ingest import extraction
 
     monkeypatch.setattr(extraction_queue, "BACKOFF_S", 0)  # due again at once
+    settings.LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED = False  # near-identical reports: no judge asked here
     model_server.respond = extraction.fake_answer  # a model that states what the turns state
     for n in range(5):
         messages = [{"role": "user", "name": "Dana", "content": f"I filed report {n}-{i} today."} for i in range(200)]
         reply = call("memory.set_from_messages", {"session_id": f"s{n}", "messages": messages, "defer": True}, writer)
         assert reply.status == 202
-    assert conversation.run_due(limit=2, org=alice.name) == 2
+    assert extraction_pass.run_due(limit=2, org=alice.name) == 2
     port = int(model_server.url.rsplit(":", 1)[1].split("/")[0])
     model_server.stop()
-    assert conversation.run_due(limit=1, org=alice.name) == 1  # meets the outage: backs off
+    assert extraction_pass.run_due(limit=1, org=alice.name) == 1  # meets the outage: backs off
     caching.forget_all()
     model_server.start(port)
-    while conversation.run_due(org=alice.name):
+    while extraction_pass.run_due(org=alice.name):
         pass
     jobs = call("extraction.list", {}, writer).json["jobs"]
     assert sorted(job["state"] for job in jobs) == ["done"] * 5 and sum(job["facts"] for job in jobs) == 1000

@@ -104,6 +104,17 @@ class ComputedOut(TypedDict):
     computed_from: list[ComputedFromOut]
 
 
+class ConflictDecisionOut(TypedDict):
+    memory_key: str
+    version: int
+    other_key: str
+    other_version: int
+    decision: Literal["revision", "contradiction", "compatible"]
+    reason: str
+    model: str
+    decided_at: str
+
+
 class ConversationOut(TypedDict):
     session_id: str
     turns: list[WriteResultOut]
@@ -280,6 +291,7 @@ class EvalSetUpload(TypedDict, total=False):
 
 class ExtractionJobOut(TypedDict):
     job_id: str
+    task: Literal["facts", "entities"]
     state: Literal["pending", "done", "failed"]
     session_id: str
     turn_keys: list[str]
@@ -489,6 +501,7 @@ class MemoryGetOut(TypedDict):
     updated_at: str
     row_count: int
     history: NotRequired[list[MemoryOut]]
+    decisions: NotRequired[list[ConflictDecisionOut]]
     conflict_verdict: dict[str, Any] | None
 
 
@@ -969,6 +982,8 @@ class SearchHitOut(TypedDict):
     below_threshold: bool
     source: str
     parent_memory_key: str | None
+    source_keys: list[str]
+    contradicts: list[str]
     chunk_index: int | None
     status: str
     superseded_by: int | None

@@ -11,7 +11,7 @@ fact whichever session said it: said again, it is `unchanged` or a new version, 
 The turns are the commit: once stored they stay, whatever the extraction does. A failed extraction (the model
 down, refused by its switch or the gateway, an answer that never parsed) is said in the answer and left to the
 extraction queue (`defer`, or the retry after a failure: retrieval/store/extraction_queue.py), which the
-server's worker and `manage.py extract_pending` drain (`run_due`).
+server's worker and `manage.py extract_pending` drain (retrieval/ingest/extraction_pass.py).
 """
 
 import dataclasses
@@ -24,7 +24,6 @@ from retrieval.ingest import extraction, write
 from retrieval.providers import customer, remote
 from retrieval.store import extraction_queue, reads
 from tenancy.access import Scope
-from tenancy.roles import Role
 
 log = logging.getLogger(__name__)
 
@@ -163,21 +162,10 @@ def write_facts(scope: Scope, facts: list[extraction.Fact], agent: str, user_id:
     ]
 
 
-def run_due(limit: int = 20, org: str | None = None) -> int:
-    """Extract the due jobs of the queue (of one org, or all), each as its writer; how many were tried."""
-    jobs = extraction_queue.due(limit, org)
-    for job in jobs:
-        scope = Scope(org=job.org, namespace=job.namespace, role=Role.WRITER, subject=job.enqueued_by)
-        try:
-            with customer.for_org(job.org, job.namespace, job.enqueued_by, OP, job.user_id):
-                found = extraction.extract(_turns(scope, job.turn_keys))
-                facts = write_facts(scope, found.facts, job.agent, job.user_id, job.run_id)
-        except FAILURES as exc:
-            log.warning("extraction job %s of %s/%s failed: %s", job.job_id, job.org, job.namespace, exc)
-            extraction_queue.failed(job, f"{type(exc).__name__}: {exc}")
-            continue
-        extraction_queue.finished(job, len(facts))
-    return len(jobs)
+def extract_job(scope: Scope, job: extraction_queue.Job) -> int:
+    """A queued extraction (retrieval/ingest/extraction_pass.py runs it as its writer): the facts stored."""
+    found = extraction.extract(_turns(scope, job.turn_keys))
+    return len(write_facts(scope, found.facts, job.agent, job.user_id, job.run_id))
 
 
 def _turns(scope: Scope, keys: list[str]) -> list[extraction.Turn]:

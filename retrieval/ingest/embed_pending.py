@@ -1,7 +1,7 @@
 """The embedding worker: rows, session digests and entity summaries stored unembedded (their org's model calls
 were off) get their vectors; and, in the server's process, the extraction queue is drained (deferred
-memory.set_from_messages: retrieval/ingest/conversation.py `run_due`; `manage.py extract_pending` on a ClickHouse
-server).
+memory.set_from_messages and the entity extractor: retrieval/ingest/extraction_pass.py; `manage.py
+extract_pending` on a ClickHouse server).
 
 `python manage.py embed_pending` runs one pass (or `--loop`). Work is chosen
 in the query: an org whose model calls are still off is left out, so its rows
@@ -23,7 +23,7 @@ import time
 from django.conf import settings
 from django.dispatch import receiver
 
-from retrieval.ingest import conversation, digests, entities, passes, repair, write
+from retrieval.ingest import digests, entities, extraction_pass, passes, repair, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, extraction_queue
@@ -88,7 +88,7 @@ class _Worker:
         clickhouse.use_target_in_thread(self.target)
         try:
             while not self.stop.is_set():
-                for drain in (run_once, conversation.run_due):
+                for drain in (run_once, extraction_pass.run_due):
                     try:
                         while drain() and not self.stop.is_set():  # drain, then wait
                             pass

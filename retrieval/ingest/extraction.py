@@ -48,6 +48,15 @@ Skip greetings, questions and small talk. Answer with JSON only."""
 
 STRICTER = "\n\nYour last answer was not valid JSON in the required shape. Answer with the JSON object only."
 
+TRIPLES_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(TRIPLE),
+        "properties": {name: {"type": "string"} for name in TRIPLE},
+    },
+}
 SCHEMA = {
     "type": "json_schema",
     "json_schema": {
@@ -69,15 +78,7 @@ SCHEMA = {
                             "value": {"type": "string"},
                             "type": {"type": "string", "enum": list(KINDS)},
                             "entities": {"type": "array", "items": {"type": "string"}},
-                            "triples": {
-                                "type": "array",
-                                "items": {
-                                    "type": "object",
-                                    "additionalProperties": False,
-                                    "required": list(TRIPLE),
-                                    "properties": {name: {"type": "string"} for name in TRIPLE},
-                                },
-                            },
+                            "triples": TRIPLES_SCHEMA,
                             "turns": {"type": "array", "items": {"type": "integer"}},
                         },
                     },
@@ -126,7 +127,7 @@ def extract(turns: list[Turn]) -> Extracted:
     size = settings.LOOM_MEMORY_EXTRACT_BATCH_TURNS
     for start in range(0, len(turns), size):
         batch = turns[start : start + size]
-        answer, calls = _ask(client, batch)
+        answer, calls = ask(client, SYSTEM, prompt(batch), SCHEMA, {"facts": list})
         out.calls += calls
         for fact in _checked(answer, batch):
             if (known := by_key.get(fact.key)) is not None:
@@ -144,23 +145,28 @@ def prompt(turns: list[Turn]) -> str:
     return f"<conversation>\n{text.fenced(json.dumps(said, ensure_ascii=False))}\n</conversation>"
 
 
-def _ask(client, batch: list[Turn]) -> tuple[dict, int]:
-    user, system, budget, calls = prompt(batch), SYSTEM, MAX_TOKENS, 0
+def ask(client, system: str, user: str, schema: dict, shape: dict[str, type]) -> tuple[dict, int]:
+    """The model's JSON answer (an object whose fields in `shape` are of their types) and the calls it took: one,
+    and one more to repair it (twice the budget for an answer cut short, else the stricter addendum). Shared by
+    the entity extractor and the conflict resolver."""
+    budget, calls, strict = MAX_TOKENS, 0, False
     while True:
-        result = client.complete(system, user, max_tokens=budget, response_format=SCHEMA, cache=False)
+        result = client.complete(
+            system + (STRICTER if strict else ""), user, max_tokens=budget, response_format=schema, cache=False
+        )
         calls += 1
         try:
             answer = json.loads(llm.unfenced(result.text))
-            if isinstance(answer, dict) and isinstance(answer.get("facts"), list):
+            if isinstance(answer, dict) and all(isinstance(answer.get(k), t) for k, t in shape.items()):
                 return answer, calls
         except ValueError:
             pass
         if result.cut_short and budget < MAX_TOKENS_CAP:
             budget = min(budget * 2, MAX_TOKENS_CAP)
-        elif system == SYSTEM:
-            system = SYSTEM + STRICTER
+        elif not strict:
+            strict = True
         else:
-            raise ExtractionFailed(f"{client.model} answered no readable facts for {len(batch)} turns")
+            raise ExtractionFailed(f"{client.model} answered no readable {', '.join(shape)} after {calls} calls")
 
 
 def _checked(answer: dict, batch: list[Turn]) -> list[Fact]:
@@ -182,16 +188,8 @@ def _checked(answer: dict, batch: list[Turn]) -> list[Fact]:
                 key=safe_key(kind, proposed.get("key"), value),
                 value=value.strip(),
                 kind=kind,
-                entities=_strings(proposed.get("entities"), MAX_ENTITIES, 256),
-                triples=[
-                    triple
-                    for triple in (
-                        _strings([t.get(name) for name in TRIPLE], 3, 256)
-                        for t in proposed.get("triples") or []
-                        if isinstance(t, dict)
-                    )
-                    if len(triple) == 3
-                ],
+                entities=strings(proposed.get("entities"), MAX_ENTITIES, 256),
+                triples=triples(proposed.get("triples")),
                 source_keys=[turn.key for turn in sources],
                 valid_at=max(turn.at for turn in sources),
             )
@@ -211,7 +209,15 @@ def safe_key(kind: str, proposed, value: str) -> str:
     return key[:MAX_KEY_CHARS].rstrip(".-")
 
 
-def _strings(values, most: int, chars: int) -> list[str]:
+def triples(proposed) -> list[list[str]]:
+    """The model's {subject, relation, object} objects that name all three, as [subject, relation, object]."""
+    if not isinstance(proposed, list):
+        return []
+    found = (strings([t.get(name) for name in TRIPLE], 3, 256) for t in proposed if isinstance(t, dict))
+    return [triple for triple in found if len(triple) == 3]
+
+
+def strings(values, most: int, chars: int) -> list[str]:
     if not isinstance(values, list):
         return []
     return [v.strip()[:chars] for v in values if isinstance(v, str) and v.strip()][:most]

@@ -23,7 +23,7 @@ from retrieval.ingest import sensitivity, write_gates
 from retrieval.language import amounts, chunking, names, sentences, text
 from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
+from retrieval.store import clickhouse, extraction_queue, reads, stored_cells, vector_mirror
 from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 
@@ -65,6 +65,7 @@ class MemoryInput:
         return (self.value, *named, *self.tags, *self.entities, *(part for triple in self.triples for part in triple))
 
 
+INPUT_FIELDS = tuple(f.name for f in fields(MemoryInput))
 # The fields whose change makes a new version; a write equal on all of them is a no-op.
 _CONTENT = tuple(f.name for f in fields(MemoryInput) if f.name not in ("memory_key", "agent", "session_id"))
 
@@ -115,21 +116,30 @@ class _IdentityLocks:
 # --- memory.set ---------------------------------------------------------------
 
 
-def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False) -> list[WriteResult]:
-    """Store a batch, all or nothing. Raises Refusal before storing anything."""
+def set_memories(
+    scope: Scope, items: list[MemoryInput], overwrite_pinned: bool = False, based_on: dict | None = None
+) -> list[WriteResult]:
+    """Store a batch, all or nothing. Raises Refusal before storing anything.
+
+    `based_on` (identity -> the version the caller read): an item whose row moved on since, or is gone, is left
+    out, and so is its result (a background job's rewrite never undoes the write it raced with)."""
     user = customer.one_user(item.user_id for item in items)  # a batch for one user names it to the gateway
     with (
         _IdentityLocks(scope, [item.memory_key for item in items]),
         customer.for_org(scope.org, scope.namespace, scope.subject, "memory.set", user),
     ):
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
-        reading = clickhouse.beside(_active_rows, scope, {item.memory_key for item in items})
+        reading = clickhouse.beside(active_rows, scope, {item.memory_key for item in items})
         levels = [sensitivity.effective(item.sensitivity, *item.texts) for item in items]
-        items = [_with_entities(item, level) for item, (level, _) in zip(items, levels)]
         for item, (level, _) in zip(items, levels):  # stemmed meanwhile too: the term rows and the mirror reuse it
             if level != "high":
                 text.value_terms(item.value)
         current = reading.result()
+        if based_on is not None:
+            held = [current.get(item.identity, {}).get("version") == based_on.get(item.identity) for item in items]
+            items, levels = [i for i, h in zip(items, held) if h], [lv for lv, h in zip(levels, held) if h]
+        unnamed = [not item.entities for item in items]
+        items = [_with_entities(item, lv, current.get(item.identity)) for item, (lv, _) in zip(items, levels)]
         now = datetime.now(UTC)
         plans = []
         for index, (item, (level, reason)) in enumerate(zip(items, levels)):
@@ -159,15 +169,59 @@ def set_memories(scope: Scope, items: list[MemoryInput], overwrite_pinned: bool 
         finally:
             futures.wait([stored])  # nothing of the batch left running once its locks are released
         stored.result()
+    _queue_model_work(scope, plans, unnamed)
     return [plan.result for plan in plans]
 
 
-def _with_entities(item: MemoryInput, level: str) -> MemoryInput:
+JOB_ROWS = 50  # the rows of one queued job of model work (the entity extractor reads them in one call)
+
+
+def _queue_model_work(scope: Scope, plans: list["_Plan"], unnamed: list[bool]) -> None:
+    """The model's work a batch leaves, queued (the extraction queue; never on the fake LLM, which would only say
+    what the deterministic gates said): new versions written without entities, for the entity extractor
+    (retrieval/ingest/entity_extractor.py); those that got a conflict verdict, for the conflict resolver
+    (retrieval/ingest/conflict_resolver.py). Never a high row."""
+    rows = [
+        (plan.row, u) for plan, u in zip(plans, unnamed) if plan.row is not None and plan.row["sensitivity"] != "high"
+    ]
+    if not rows or llm.get_llm().provider == "fake":
+        return
+    if settings.LOOM_ENTITY_EXTRACT_ENABLED:
+        _queue(scope, [row for row, u in rows if u], extraction_queue.ENTITIES)
+    if resolver_enabled():
+        _queue(scope, [row for row, _ in rows if row["conflict_verdict"]], extraction_queue.CONFLICTS)
+
+
+def resolver_enabled() -> bool:
+    """LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED, and neither the LLM nor the resolver's model the fake."""
+    return (
+        settings.LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED
+        and llm.get_llm().provider != "fake"
+        and llm.for_model(settings.LOOM_CONFLICT_RESOLVER_MODEL).provider != "fake"
+    )
+
+
+def _queue(scope: Scope, rows: list[dict], task: str) -> None:
+    """A job per author and session, of at most JOB_ROWS rows, naming their versions."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["agent"], row["session_id"]), []).append(row)
+    for (agent, session_id), group in groups.items():
+        for at in range(0, len(group), JOB_ROWS):
+            part = group[at : at + JOB_ROWS]
+            keys, versions = [row["memory_key"] for row in part], [row["version"] for row in part]
+            extraction_queue.enqueue(scope, session_id, keys, agent, "", "", task=task, versions=versions)
+
+
+def _with_entities(item: MemoryInput, level: str, previous: dict | None) -> MemoryInput:
     """The item as stored: one written without entities (LOOM_ENTITY_EXTRACT_ENABLED) gets the names its value is
-    about, before it is compared with the stored row (so writing it again is `unchanged`). Never a high row's: its
+    about, before it is compared with the stored row: those its row holds for the same value (the entity
+    extractor's, or the ones it was written with), else the names read from the value. Never a high row's: its
     value is read by key alone."""
     if item.entities or level == "high" or not settings.LOOM_ENTITY_EXTRACT_ENABLED:
         return item
+    if previous is not None and previous["value"] == item.value and previous["entities"]:
+        return replace(item, entities=list(previous["entities"]), triples=item.triples or list(previous["triples"]))
     return replace(item, entities=names.in_value(item.value))
 
 
@@ -479,7 +533,7 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
     revision, so they replace the stubs. Returns how many rows were embedded.
     """
     with _IdentityLocks(scope, [stub[0] for stub in stubs]):
-        live = _active_rows(scope, {stub[0] for stub in stubs}).values()
+        live = active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
         plans = [_Plan(None, None, None, row=row, chunks=passages(row["value"])) for row in rows]
@@ -581,7 +635,8 @@ def retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int)
         )
 
 
-def _active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
+def active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
+    """The keys' current rows, by identity (memory_key, agent, session_id): what a write compares with."""
     rows = clickhouse.query(
         """
         SELECT * FROM memories FINAL
@@ -623,13 +678,58 @@ def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, sessi
             """,
             {"org": scope.org, "namespace": scope.namespace, "key": memory_key, "agent": agent, "session": session_id},
         )
-        if not rows:
-            return 0
-        revision = next_version()
-        terms = [t for row in rows for t in _term_input(row, DELETED, -1 if row["status"] == ACTIVE else 0, revision)]
-        clickhouse.insert("term_input", terms)
-        retire_side_rows(scope, rows, DELETED, revision)
-        clickhouse.insert("memories", [{**row, "status": DELETED, "revision": revision} for row in rows])
-        vector_mirror.retired(scope.org, scope.namespace, rows)
-        llm.forget_answers(scope.org, [memory_key])
+        _retire(scope, rows, DELETED)
     return sum(1 for row in rows if row["status"] == ACTIVE)
+
+
+def _retire(scope: Scope, rows: list[dict], status: str, superseded_by: int = 0) -> None:
+    """Rows out of search: their terms out of the statistics, their side rows and mirror rows retired, the cached
+    answers that quoted them dropped. The caller holds their identities' locks."""
+    revision = next_version()
+    terms = [t for row in rows for t in _term_input(row, status, -1 if row["status"] == ACTIVE else 0, revision)]
+    clickhouse.insert("term_input", terms)
+    retire_side_rows(scope, rows, status, revision)
+    clickhouse.insert(
+        "memories",
+        [
+            {**row, "status": status, "superseded_by": superseded_by or row["superseded_by"], "revision": revision}
+            for row in rows
+        ],
+    )
+    vector_mirror.retired(scope.org, scope.namespace, rows)
+    llm.forget_answers(scope.org, sorted({row["memory_key"] for row in rows}))
+
+
+# --- the conflict resolver's decisions ------------------------------------------
+
+
+def supersede(scope: Scope, row: dict, by: dict) -> bool:
+    """`row` (another key's) superseded by `by`, a revision of it, if both are still the versions judged."""
+    with _IdentityLocks(scope, [row["memory_key"], by["memory_key"]]):
+        current = _current(scope, [row, by])
+        if current is None:
+            return False
+        _retire(scope, current[:1], SUPERSEDED, by["version"])
+    return True
+
+
+def set_verdicts(scope: Scope, verdicts: list[tuple[dict, str]]) -> bool:
+    """Each row's `conflict_verdict` set (JSON, or "" to clear it) in a newer revision of its version, if every
+    row is still the version judged."""
+    with _IdentityLocks(scope, [row["memory_key"] for row, _ in verdicts]):
+        current = _current(scope, [row for row, _ in verdicts])
+        if current is None:
+            return False
+        revision = next_version()
+        rows = [{**row, "conflict_verdict": v, "revision": revision} for row, (_, v) in zip(current, verdicts)]
+        clickhouse.insert("memories", rows)
+    return True
+
+
+def _current(scope: Scope, rows: list[dict]) -> list[dict] | None:
+    """These rows as stored now, in order (their newest revision); None if any is no longer the active version."""
+    stored = active_rows(scope, {row["memory_key"] for row in rows})
+    current = [stored.get((row["memory_key"], row["agent"], row["session_id"])) for row in rows]
+    if any(now is None or now["version"] != row["version"] for now, row in zip(current, rows)):
+        return None
+    return current

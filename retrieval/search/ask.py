@@ -55,6 +55,7 @@ SYSTEM = (
     "- After each sentence that relies on a memory, cite it by its number in brackets, like [2] or [1][3].\n"
     "- When memories disagree, prefer the newer one and say that it changed.\n"
     "- A memory marked 'former value' was replaced: never state it as current.\n"
+    "- Memories marked 'contradicted' disagree and neither replaced the other: give both, and say they disagree.\n"
     "- Answer in at most {max_chars} characters, without preamble."
 )
 PRESUPPOSITION = (
@@ -261,6 +262,8 @@ def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> 
     for number, hit in enumerate(evidence, 1):
         dated = hit["valid_at"] or hit["created_at"]
         former = " · former value" if hit["status"] == "superseded" else ""
+        if hit.get("contradicts"):
+            former += " · contradicted by " + ", ".join(_as_data(key) for key in hit["contradicts"])
         session = f" · session {_as_data(hit['session_id'])}" if hit["session_id"] else ""
         body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
         blocks.append(

@@ -38,6 +38,8 @@ class Candidate:
     relevance: float = 0.0  # the fused score, before rank terms
     score: float = 0.0  # what the window is sorted by
     below_threshold: bool = False
+    sources: tuple[str, ...] = ()  # an extracted fact's turns (its source_keys): one piece of evidence with them
+    contradicts: tuple[str, ...] = ()  # the keys the conflict resolver found this version contradicted by
     # Cosine to the query in [0, 1], the best of the COSINES signals. Kept as they arrive, not recomputed per read:
     # fusion, ranking, the window and the abstain judge read it several times for each of a hundred candidates.
     similarity: float = field(init=False, default=0.0)

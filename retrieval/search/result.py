@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 
 from retrieval.search.pool import Candidate
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse, conflict_decisions, vector_mirror
 from retrieval.store.rows import IDENTITY_TYPE, row_id
 
 EXCERPT_CHARS = 320
@@ -47,7 +47,7 @@ class SearchResult:
 # each identity's newest revision is kept here instead.
 HIT_COLUMNS = (
     "namespace, memory_key, agent, session_id, version, revision, status, superseded_by, value, memory_type, "
-    "tags, entities, source_class, valid_at, created_at"
+    "tags, entities, source_class, valid_at, created_at, source_keys"
 )
 
 
@@ -62,31 +62,53 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
     if not candidates:
         return
     by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
-    unread = [c for c in candidates if c.id not in by_id]
-    rows = (
-        clickhouse.query(
-            f"""
+    for rid, row in _read(org, [c for c in candidates if c.id not in by_id]).items():
+        if (held := by_id.get(rid)) is None or row["revision"] > held["revision"]:
+            by_id[rid] = row
+    for c in candidates:
+        c.row = by_id.get(c.id)
+
+
+def provenance(org: str, candidates: list[Candidate]) -> None:
+    """Attach the turns each extracted fact came from (`sources`), so the window shows a fact and its turns once.
+    Their rows are read for it (the mirror does not hold source keys), and so are hydrated already."""
+    facts = [c for c in candidates if c.row is None and c.meta and c.meta.get("source_class") == "extracted"]
+    rows = _read(org, facts)
+    for c in facts:
+        c.row = rows.get(c.id)
+        c.sources = tuple(c.row["source_keys"]) if c.row else ()
+
+
+def contradictions(org: str, served: list[Candidate]) -> None:
+    """Mark each served version the conflict resolver found contradicted (`contradicts`: by which keys)."""
+    found = conflict_decisions.contradicted(org, [c.id for c in served if c.source != "summary"])
+    for c in served:
+        c.contradicts = tuple(found.get(c.id, ()))
+
+
+def _read(org: str, candidates: list[Candidate]) -> dict:
+    """The stored rows of these candidates' versions, each at its newest revision."""
+    if not candidates:
+        return {}
+    rows = clickhouse.query(
+        f"""
         SELECT {HIT_COLUMNS} FROM memories
         WHERE org = {{org:String}} AND namespace IN {{namespaces:Array(String)}}
           AND memory_key IN {{keys:Array(String)}}
           AND (namespace, memory_key, agent, session_id, version) IN {{ids:{IDENTITY_TYPE}}}
         """,
-            {
-                "org": org,
-                "namespaces": sorted({c.id.namespace for c in unread}),
-                "keys": sorted({c.id.memory_key for c in unread}),
-                "ids": [c.id.as_tuple() for c in unread],
-            },
-        )
-        if unread
-        else []
+        {
+            "org": org,
+            "namespaces": sorted({c.id.namespace for c in candidates}),
+            "keys": sorted({c.id.memory_key for c in candidates}),
+            "ids": [c.id.as_tuple() for c in candidates],
+        },
     )
+    found: dict = {}
     for row in rows:
-        held = by_id.get(rid := row_id(row))
-        if held is None or row["revision"] > held["revision"]:
-            by_id[rid] = row
-    for c in candidates:
-        c.row = by_id.get(c.id)
+        if (held := found.get(rid := row_id(row))) is None or row["revision"] > held["revision"]:
+            found[rid] = row
+    return found
 
 
 def _digests(org: str, candidates: list[Candidate]) -> None:
@@ -155,6 +177,8 @@ def hits(
                 "below_threshold": c.below_threshold,
                 "source": c.source,
                 "parent_memory_key": c.id.memory_key if c.source == "chunk" else None,
+                "source_keys": list(c.sources),
+                "contradicts": list(c.contradicts),
                 "chunk_index": c.chunk["chunk_index"] if c.source == "chunk" and c.chunk else None,
                 "status": row["status"],
                 "superseded_by": row["superseded_by"] or None,

@@ -45,7 +45,7 @@ from retrieval.search.legs import run as run_legs
 from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
-from retrieval.search.result import SearchResult, hits, hydrate, reader_block
+from retrieval.search.result import SearchResult, contradictions, hits, hydrate, provenance, reader_block
 from retrieval.store import change_marker, clickhouse, eligibility, extraction_queue, namespaces, reads, vector_mirror
 from tenancy.access import Scope
 
@@ -117,9 +117,11 @@ def search(
         order, note = rerank.order(scope, ctx, ranked, prepared.gates, degraded)
         notes += [note] if note else []
         clock.lap("rerank")
+    provenance(ctx.org, order)
     served = window.shape(order, ctx.plan, prepared.floor)
     hydrate(ctx.org, served, ctx.model)
     served = [c for c in served if c.row is not None]
+    contradictions(ctx.org, served)
     verdict = abstain.judge(ranked, served, prepared.gates, prepared.missing_entities, prepared.names, prepared.cosine)
     computed = (
         [] if verdict.abstain else _fail_open("computed", degraded, evidence.compute, ctx, served, _anchor(request))

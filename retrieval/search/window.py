@@ -1,8 +1,9 @@
 """Shaping the served window from the ranked pool.
 
 Hidden rows never reach the pool (the legs filter on status); here: at most
-LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key (none for a count or a date difference), the similarity floor with its
-floor_mode, chunk_max_share, at most DIGEST_MAX_HITS session digests, and the cut at top_k.
+LOOM_MEMORY_SEARCH_PER_KEY_CAP rows per key (none for a count or a date difference), a turn and its extracted facts
+once, the similarity floor with its floor_mode, chunk_max_share, at most DIGEST_MAX_HITS session digests, and the cut
+at top_k.
 """
 
 import math
@@ -14,7 +15,7 @@ from retrieval.search.pool import Candidate
 
 def shape(ranked: list[Candidate], plan: Plan, floor: float) -> list[Candidate]:
     """The window in serving order: confident rows, then (readmit, ids_only) those under the floor."""
-    capped = _per_key(ranked, plan.per_key_cap)
+    capped = _one_per_evidence(_per_key(ranked, plan.per_key_cap))
     confident = [c for c in capped if c.similarity >= floor]
     weak = [c for c in capped if c.similarity < floor]
     for c in weak:
@@ -33,6 +34,24 @@ def _per_key(ranked: list[Candidate], cap: int) -> list[Candidate]:
         if seen.get(key, 0) < cap:
             seen[key] = seen.get(key, 0) + 1
             kept.append(c)
+    return kept
+
+
+def _one_per_evidence(ranked: list[Candidate]) -> list[Candidate]:
+    """One hit per conversation turn: a fact extracted from turns says what they said, so the best ranked of a turn
+    and its facts stands for them all. A turn under a fact that names it is left out (the hit's `source_keys`
+    name it, and memory.recall reads it); a fact whose turns are all stood for already is left out."""
+    covered: set[tuple[str, str]] = set()  # the keys kept rows stand for: their own, or a fact's turns
+    named: set[tuple[str, str]] = set()  # the turns kept facts stand for
+    kept = []
+    for c in ranked:
+        key = (c.id.namespace, c.id.memory_key)
+        turns = {(c.id.namespace, turn) for turn in c.sources}
+        if (turns and turns <= covered) or (not turns and key in named):
+            continue
+        covered |= turns or {key}
+        named |= turns
+        kept.append(c)
     return kept
 
 

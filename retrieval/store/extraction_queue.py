@@ -1,6 +1,8 @@
-"""The extraction queue: memory.set_from_messages's deferred (or failed) extractions, one row per job.
+"""The extraction queue: memory.set_from_messages's deferred (or failed) extractions, and the model's work a write
+leaves (task `entities`: rows written without entities, for a real model to name theirs; task `conflicts`: rows
+that got a conflict verdict, for the conflict resolver), one row per job.
 
-A job names the stored turns to read and whose call it is (the writer who enqueued it). A job's newest revision is
+A job names the stored rows to read and whose call it is (the writer who enqueued it). A job's newest revision is
 its state: `pending` until a pass extracts its facts (`done`), or fails MAX_ATTEMPTS times (`failed`, visible with
 its error to `extraction.list` and the Lab, until retried). A failed attempt is due again after a backoff that
 doubles from BACKOFF_S up to BACKOFF_MAX_S. Two passes may take the same due job (two workers, or a worker beside
@@ -20,12 +22,14 @@ from retrieval.store.rows import next_version
 from tenancy.access import Scope
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
+# A job's task: a conversation's facts, the entities of rows written without, the conflicts rows were written into.
+FACTS, ENTITIES, CONFLICTS = "facts", "entities", "conflicts"
 job_queued = Signal()  # a job is due now: the server's worker (retrieval/ingest/embed_pending.py) wakes
 MAX_ATTEMPTS = 8
 BACKOFF_S, BACKOFF_MAX_S = 30.0, 3600.0
 _COLUMNS = (
-    "org, namespace, job_id, revision, state, session_id, turn_keys, agent, user_id, run_id, enqueued_by, attempts, "
-    "due_at, error, facts, created_at, updated_at"
+    "org, namespace, job_id, revision, task, state, session_id, turn_keys, agent, user_id, run_id, enqueued_by, attempts, "
+    "due_at, error, facts, created_at, updated_at, versions"
 )
 
 
@@ -35,6 +39,7 @@ class Job:
     namespace: str
     job_id: str
     revision: int
+    task: str
     state: str
     session_id: str
     turn_keys: list[str]
@@ -48,18 +53,27 @@ class Job:
     facts: int
     created_at: datetime
     updated_at: datetime
+    versions: list[int]  # an entities job: the versions of turn_keys it was queued for
 
 
 def enqueue(
-    scope: Scope, session_id: str, turn_keys: list[str], agent: str, user_id: str, run_id: str, error: str = ""
+    scope: Scope,
+    session_id: str,
+    turn_keys: list[str],
+    agent: str,
+    user_id: str,
+    run_id: str,
+    error: str = "",
+    task: str = FACTS,
+    versions: list[int] | None = None,
 ) -> str:
-    """A job for these stored turns, due now (or, after a failed attempt in the request, after the backoff)."""
+    """A job for these stored rows, due now (or, after a failed attempt in the request, after the backoff)."""
     now, job_id = datetime.now(UTC), uuid.uuid4().hex
     attempts = 1 if error else 0
     _save(
         Job(
-            scope.org, scope.namespace, job_id, next_version(), PENDING, session_id, turn_keys, agent, user_id,
-            run_id, scope.subject, attempts, now + _backoff(attempts), error, 0, now, now,
+            scope.org, scope.namespace, job_id, next_version(), task, PENDING, session_id, turn_keys, agent,
+            user_id, run_id, scope.subject, attempts, now + _backoff(attempts), error, 0, now, now, versions or [],
         )
     )  # fmt: skip
     if not error:
@@ -132,7 +146,8 @@ _pending = TtlCache(1.0)
 
 
 def pending(org: str, namespaces: list[str]) -> int:
-    """The pending jobs of these namespaces: a save is on its way, so an empty answer is not evidence of absence."""
+    """The pending extractions of these namespaces: facts on their way, so an empty answer is not evidence of
+    absence (an entities job is not counted: its rows are served already)."""
     return sum(_pending.get((clickhouse.target(), org, ns), lambda ns=ns: _count(org, ns)) for ns in namespaces)
 
 
@@ -140,7 +155,7 @@ def _count(org: str, namespace: str) -> int:
     return clickhouse.query_value(
         """
         SELECT count() FROM extraction_queue FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String} AND state = 'pending'
+        WHERE org = {org:String} AND namespace = {namespace:String} AND state = 'pending' AND task = 'facts'
         """,
         {"org": org, "namespace": namespace},
     )
