@@ -15,6 +15,7 @@ urlpatterns = [
     path("recall/audit", views.audit_page, name="audit"),
     path("recall/traces", views.traces, name="traces"),
     path("recall/memories", views.memories, name="memories"),
+    path("recall/conversations", views.conversations, name="conversations"),
     path("recall/memories/<path:memory_key>", views.memory, name="memory"),
     path("recall/traces/<str:trace_id>", views.trace_detail, name="trace"),
     path("recall/evaluate", evaluation.evaluate, name="evaluate"),

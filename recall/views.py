@@ -29,7 +29,7 @@ from retrieval.providers import costs, customer, remote
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import rank, service, trace
 from retrieval.search.plan import SearchRequest
-from retrieval.store import audit, clickhouse, conflict_decisions, namespaces, reads
+from retrieval.store import audit, clickhouse, conflict_decisions, extraction_queue, namespaces, reads
 from tenancy import audit as audit_log
 from tenancy.access import Principal, authorize
 from tenancy.models import Membership, Org
@@ -383,6 +383,30 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
         )
         context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
     return respond(request, "recall/_memories.html", "recall/memories.html", context)
+
+
+@member_page
+@require_GET
+def conversations(request: HttpRequest, principal: Principal, context: dict) -> HttpResponse:
+    """The namespace's conversations (memory.set_from_messages): its sessions, one session's turns each with the
+    facts extracted from it, and the extraction queue, its failures first."""
+    form = {name: request.GET.get(name, "").strip() for name in ("namespace", "session_id", "cursor")}
+    context.update(form=form)
+    with errors_shown(context):
+        scope = namespace_scope(principal, form, context)
+        jobs = extraction_queue.jobs(scope, limit=PAGE)
+        context.update(
+            scope=scope,
+            sessions=reads.sessions(scope, limit=PAGE),
+            jobs=sorted(jobs, key=lambda job: job.state != "failed"),  # failures first, each group newest first
+        )
+        if form["session_id"]:
+            page, _ = reads.recall(scope.reading(None, None, form["session_id"]), cursor=form["cursor"] or None)
+            facts = reads.extracted_from(scope, [turn["memory_key"] for turn in page.items])
+            context.update(
+                turns=[(turn, facts.get(turn["memory_key"], [])) for turn in page.items], next_cursor=page.next_cursor
+            )
+    return respond(request, "recall/_conversation.html", "recall/conversations.html", context)
 
 
 @member_page

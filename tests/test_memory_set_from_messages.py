@@ -242,13 +242,18 @@ def test_a_key_the_model_proposes_is_made_safe_and_turns_it_invents_are_dropped(
     [
         [Answer(content="not json"), Answer(content="{still not")],  # malformed, then malformed once more
         [Answer(status=500)] * 3,  # the provider down through its retries
+        [Answer(delay_s=3)],  # the model times out
+        [Answer(402, code="budget_exceeded")],  # the gateway refuses the writer's call
     ],
-    ids=["malformed", "provider_down"],
+    ids=["malformed", "provider_down", "timeout", "gateway_refused"],
 )
 def test_a_failing_model_leaves_the_turns_stored_and_the_job_queued_until_it_answers(
     backend, alice, call, writer, openai_llm, model_server, settings, failure
 ):
-    settings.LOOM_LLM_RETRY_ATTEMPTS = 3
+    settings.LOOM_LLM_RETRY_ATTEMPTS = 3 if failure[0].status == 500 else 1
+    settings.LOOM_LLM_REQUEST_TIMEOUT_S = 1
+    settings.LOOM_INFERENCE_GATEWAY_HOSTS = ["127.0.0.1"]
+    settings.LOOM_INFERENCE_IDENTITY_HEADERS_JSON = '{"X-Subject": "{subject}"}'
     model_server.script(*failure)
     body = {"session_id": "s6", "messages": [{"role": "user", "name": "Dana", "content": "I moved to Lisbon in May."}]}
     reply = call("memory.set_from_messages", body, writer)

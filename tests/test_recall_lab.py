@@ -393,12 +393,46 @@ def test_memories_list_shows_each_keys_value_and_its_marks(backend, alice, call)
     assert f">{listed['plants']['version']}<" not in page  # a version is a 19-digit stamp: on the key's page
 
 
+def test_conversations_shows_sessions_their_turns_and_facts_and_the_queues_failures_first(
+    backend, alice, bob, call, monkeypatch
+):
+    from retrieval.ingest import extraction_pass
+    from retrieval.store import extraction_queue
+    from tenancy.access import Scope
+    from tenancy.roles import Role
+
+    writer = alice.token("writer")
+    said = {"role": "user", "name": "Dana", "content": "I moved to Lisbon last month. Hi there!"}
+    scope = Scope(org=alice.name, namespace="default", role=Role.ADMIN, subject="t")
+    call("memory.set_from_messages", {"session_id": "s-15", "messages": [said], "defer": True}, writer)
+    assert extraction_pass.run_due(org=alice.name) == 1  # done
+    call("memory.set_from_messages", {"session_id": "s-16", "messages": [said], "defer": True}, writer)
+    monkeypatch.setattr(extraction_queue, "BACKOFF_S", 0)
+    for _ in range(extraction_queue.MAX_ATTEMPTS):  # and one that keeps failing
+        extraction_queue.failed(extraction_queue.due(1, alice.name)[0], "APITimeoutError: the model did not answer")
+    assert [job.state for job in extraction_queue.jobs(scope)] == ["failed", "done"]
+    client = operator_of(alice)
+    listing = client.get("/recall/conversations", {"namespace": "default"}).content.decode()
+    assert "<code>s-15</code>" in listing and "<code>s-16</code>" in listing
+    queue = listing.split('id="extraction-queue"')[1]
+    assert queue.index("failed") < queue.index("done") and "APITimeoutError: the model did not answer" in queue
+    session = client.get(
+        "/recall/conversations", {"namespace": "default", "session_id": "s-15"}, HTTP_HX_REQUEST="true"
+    )
+    page = session.content.decode()
+    assert "<html" not in page  # the partial
+    assert "Dana: I moved to Lisbon last month. Hi there!" in page
+    assert "<code>event.dana.i-moved-to-lisbon-last-month</code>" in page  # the fact, beside its turn
+    assert "Lisbon" not in operator_of(bob).get("/recall/conversations", {"namespace": "default"}).content.decode()
+
+
 @pytest.mark.parametrize(
     "path",
     [
         "/recall",
         "/recall/compare",
         "/recall/memories",
+        "/recall/conversations",
         "/recall/traces",
         "/recall/calibration",
         "/recall/audit",
@@ -473,12 +507,17 @@ def test_stored_markup_never_renders_as_markup_on_any_lab_page(backend, alice, c
         agent.token,
     )
     run = agent.call("eval.run", {"set_name": "hostile", "wait": True}, agent.token).json
+    turn = {"role": "user", "name": f"Dana{HOSTILE}", "content": f"I moved to Lisbon {HOSTILE}"}
+    conversation = {"session_id": f"s{HOSTILE}", "messages": [turn]}
+    assert agent.call("memory.set_from_messages", conversation, agent.token).status == 201
     assert uploaded.status == 201 and run["status"] == "done", run
     client = operator_of(alice, role="admin")
     pages = {
         "search": client.get("/recall", {"query": f"production deploys {HOSTILE}"}),
         "compare": client.get("/recall/compare", {"query": f"production deploys {HOSTILE}", "b_search_mode": "rrf"}),
         "memories": client.get("/recall/memories", {"namespace": "default"}),
+        "conversations": client.get("/recall/conversations", {"namespace": "default"}),
+        "conversation": client.get("/recall/conversations", {"namespace": "default", "session_id": f"s{HOSTILE}"}),
         "memory": client.get(f"/recall/memories/{key}", {"namespace": "default"}),
         "traces": client.get("/recall/traces", {"namespace": "default"}),
         "evaluate": client.get("/recall/evaluate", {"namespace": "default", "set_name": "hostile"}),

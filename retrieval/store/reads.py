@@ -261,6 +261,41 @@ def recall(
     return Page(rows, _encode("recall", rows[-1]["said_at"], rows[-1]["memory_key"]) if more else None), None
 
 
+def sessions(scope: Scope, limit: int = 100) -> list[dict]:
+    """The namespace's conversations (sessions with turns), the most recently spoken in first: each one's turn
+    count and first and last turn's time."""
+    return clickhouse.query(
+        f"""
+        SELECT session_id, count() AS turns, min(coalesce(valid_at, created_at)) AS first_at,
+               max(coalesce(valid_at, created_at)) AS last_at
+        FROM memories FINAL
+        WHERE {_ROWS} AND memory_type = 'turn' AND status = 'active'
+        GROUP BY session_id
+        ORDER BY last_at DESC, session_id
+        LIMIT {{limit:UInt32}}
+        """,
+        _params(scope, limit=limit),
+    )
+
+
+def extracted_from(scope: Scope, turn_keys: list[str]) -> dict[str, list[dict]]:
+    """The live facts extracted from these turns, by turn (a fact of several turns under each)."""
+    rows = clickhouse.query(
+        f"""
+        SELECT {COLUMNS} FROM memories FINAL
+        WHERE {_SCOPE} AND status = 'active' AND source_class = 'extracted'
+          AND hasAny(source_keys, {{keys:Array(String)}})
+        ORDER BY memory_key
+        """,
+        _params(scope, keys=turn_keys),
+    )
+    found: dict[str, list[dict]] = {}
+    for row in rows:
+        for key in row["source_keys"]:
+            found.setdefault(key, []).append(row)
+    return found
+
+
 def _encode(order: str, sort_value, key: str) -> str:
     raw = json.dumps([order, sort_value, key]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
