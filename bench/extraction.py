@@ -11,7 +11,8 @@ ways, each into its own namespace, and the split's questions searched in each.
   other `assistant`, each named), in requests of at most 200 messages, through the service layer; the process's
   LLM extracts (the fake unless LOOM_LLM_MODEL names a model: deterministic, so the rows are the same every run).
 
-Printed: write throughput (turns/s, median of the conversations) and model calls per 100 turns; then, per
+Printed: write throughput (turns/s, median of the conversations; memory.set also sent a session per request, as
+set_from_messages is, for the per-request cost) and model calls per 100 turns; then, per
 conversation (each a fold: nothing here is tuned) and overall, recall@10 of the gold turns with its 95% bootstrap
 interval, each way, searched as bench/quality.py's `default` (top_k 20, fast budget). A hit that is an extracted fact
 stands for the turns it names (its `source_keys`): the question asks for the evidence, and the fact is its words
@@ -51,12 +52,17 @@ def by_session(memories: list[dict]) -> dict[tuple[str, str], list[dict]]:
     return sessions
 
 
-def as_turns(conv: str, turns: list[dict]) -> float:
+def as_turns(conv: str, turns: list[dict], way: str = "set", batch: int = 500) -> float:
     start = time.perf_counter()
     items = [quality.turn_row(m) for m in turns]
-    for at in range(0, len(items), 500):
-        write.set_memories(scope(conv, "set"), items[at : at + 500])
+    for at in range(0, len(items), batch):
+        write.set_memories(scope(conv, way), items[at : at + batch])
     return time.perf_counter() - start
+
+
+def as_session_requests(conv: str, sessions: dict) -> float:
+    """memory.set of the same turns, a request per session (as set_from_messages is sent): the per-request cost."""
+    return sum(as_turns(conv, turns, "session", MAX_MESSAGES) for (of, _), turns in sessions.items() if of == conv)
 
 
 def as_messages(conv: str, sessions: dict, turn_of: dict) -> tuple[float, int]:
@@ -97,6 +103,7 @@ def main():
     for conv in convs:
         turns = [m for m in memories if m["conv"] == conv]
         speed["set"][conv] = len(turns) / as_turns(conv, turns)
+        speed["session"][conv] = len(turns) / as_session_requests(conv, sessions)
         with costs.accounted("bench", conv, "memory.set_from_messages", "bench"):
             took, made = as_messages(conv, sessions, turn_of)
         speed["messages"][conv], calls = len(turns) / took, calls + made
@@ -114,10 +121,11 @@ def main():
         f"{data.name}: {len(memories)} turns in {len(sessions)} sessions, {len(answerable)} answerable questions; "
         f"embedder {embedder.model_name}; LLM {llm.get_llm().model}\n"
     )
-    print(f"{'write':<20}{'turns/s (median)':>18}{'per conversation':>40}")
-    for way, label in (("set", "memory.set"), ("messages", "set_from_messages")):
+    print(f"{'write':<22}{'turns/s (median)':>18}{'per conversation':>40}")
+    ways = (("set", "memory.set"), ("session", "memory.set by session"), ("messages", "set_from_messages"))
+    for way, label in ways:
         each = " ".join(f"{conv} {speed[way][conv]:.0f}" for conv in convs)
-        print(f"{label:<20}{statistics.median(speed[way].values()):>18.1f}{each:>40}")
+        print(f"{label:<22}{statistics.median(speed[way].values()):>18.1f}{each:>40}")
     print(f"model calls per 100 turns: {100 * calls / len(memories):.2f} ({calls} calls)\n")
     print(f"{'recall@10 of gold turns':<26}{'memory.set':>12}{'95% CI':>15}{'set_from_messages':>19}{'95% CI':>15}")
     for conv in [*convs, None]:
