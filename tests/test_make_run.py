@@ -92,6 +92,14 @@ def threads_of_the_worker(process: subprocess.Popen) -> tuple[int, dict[int, tup
     return worker, found
 
 
+def state_of(base: str, token: str, job_id: str) -> dict:
+    """An extraction job as extraction.list shows it."""
+    status, body = http("POST", f"{base}/v1/extraction.list", {}, token)
+    assert status == 200, body
+    [job] = [job for job in body["jobs"] if job["job_id"] == job_id]
+    return job
+
+
 def printed_token(log: Path) -> str:
     return [line.strip() for line in log.read_text().splitlines() if line.strip().startswith("loom_")][-1]
 
@@ -184,6 +192,14 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
             assert output.startswith("{") and '"error":' not in output[:10], (command, output[:2000])
             assert shown is None or shows(output, shown, spaced=True), (command, shown, output[:3000])
 
+        # The org's model calls are off now (the last example): a deferred conversation's extraction waits in the
+        # queue, which is the engine's and outlives this process (drained after the restart below).
+        said = {"role": "user", "name": "Dana", "content": "I moved to Porto in the spring."}
+        conversation = {"session_id": "s-restart", "messages": [said], "defer": True}
+        status, body = http("POST", f"{base}/v1/memory.set_from_messages", conversation, token)
+        assert (status, body["extraction"]) == (202, "queued"), body
+        job_id = body["job_id"]
+
         # The worker runs its Python threads on one CPU and the engine's threads on every CPU (retrieval/cores.py).
         if hasattr(os, "sched_getaffinity") and len(allowed := os.sched_getaffinity(0)) > 1:
             main, threads = threads_of_the_worker(process)
@@ -207,5 +223,17 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
             time.sleep(0.2)
         status, body = http("POST", f"{base}/v1/memory.get", {"memory_key": "greeting"}, token)
         assert (status, body["value"]) == (200, "hello")
+        # The job queued before the restart is still there, and drains once the org's calls are back on.
+        assert state_of(base, token, job_id)["state"] == "pending"
+        on = {"enabled": True, "reason": "resumed"}
+        assert http("POST", f"{base}/v1/org.set_model_calls", on, token)[0] == 200
+        assert http("POST", f"{base}/v1/extraction.retry", {"job_id": job_id}, token)[0] == 200
+        deadline = time.monotonic() + 60
+        while (job := state_of(base, token, job_id))["state"] != "done":
+            assert time.monotonic() < deadline, job
+            time.sleep(0.2)
+        key = "event.dana.i-moved-to-porto-in-the"
+        status, fact = http("POST", f"{base}/v1/memory.get", {"memory_key": key}, token)
+        assert (status, fact["value"]) == (200, "Dana: I moved to Porto in the spring."), fact
     finally:
         stop(process, log2)
