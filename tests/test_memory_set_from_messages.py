@@ -206,8 +206,9 @@ def test_through_the_sdk_a_secret_never_reaches_the_model(
     backend, call, writer, openai_embedder, openai_llm, model_server
 ):
     """A turn holding a secret is stored high and left out of the extraction prompt: no request body holds it."""
-    # The turns' embeddings first (the secret's turn is never embedded), then the extraction.
-    model_server.script(Answer(), extracted(a_fact("pref.dana.contact", "Dana prefers email.", [0], "preference")))
+    # The extraction first, then the embeddings of the turns and the fact, one batch (the secret's turn is never
+    # embedded).
+    model_server.script(extracted(a_fact("pref.dana.contact", "Dana prefers email.", [0], "preference")), Answer())
     body = {
         "session_id": "s4",
         "messages": [
@@ -315,6 +316,29 @@ def test_a_pinned_memory_is_not_overwritten_by_a_fact_of_its_key(backend, call, 
     call("memory.set", {"memory_key": key, "value": "Melanie loves pottery most.", "pinned": True}, writer)
     reply = call("memory.set_from_messages", CONVERSATION, writer)
     assert reply.status == 201 and key not in [fact["memory_key"] for fact in reply.json["facts"]]
+    assert call("memory.get", {"memory_key": key}, writer).json["value"] == "Melanie loves pottery most."
+
+
+def test_a_key_pinned_while_the_model_answered_leaves_the_turns_stored_and_the_job_queued(
+    backend, call, writer, monkeypatch
+):
+    """Between the pinned check and the write, a person pins a fact's key: the batch of turns and facts is refused,
+    and the turns are stored alone (the commit), the extraction queued to try again."""
+    from retrieval.ingest import conversation
+
+    key = "pref.melanie.i-love-painting-it-relaxes-me"
+    checked = conversation.fact_inputs
+
+    def pinned_meanwhile(*args):
+        facts = checked(*args)
+        call("memory.set", {"memory_key": key, "value": "Melanie loves pottery most.", "pinned": True}, writer)
+        return facts
+
+    monkeypatch.setattr(conversation, "fact_inputs", pinned_meanwhile)
+    reply = call("memory.set_from_messages", CONVERSATION, writer)
+    assert reply.status == 201 and reply.json["extraction"] == "queued", reply.json
+    assert reply.json["error"].startswith("MEMORY_PINNED") and reply.json["facts"] == []
+    assert all(call("memory.get", {"memory_key": t["memory_key"]}, writer).status == 200 for t in reply.json["turns"])
     assert call("memory.get", {"memory_key": key}, writer).json["value"] == "Melanie loves pottery most."
 
 
