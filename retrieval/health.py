@@ -44,6 +44,7 @@ def _billed_models() -> list[str]:
             settings.LOOM_MEMORY_ASK_SYNTH_MODEL,
             settings.LOOM_MEMORY_ASK_SYNTH_MODEL_CHEAP,
             settings.LOOM_MEMORY_ASK_MID_MODEL,
+            settings.LOOM_CONFLICT_RESOLVER_MODEL if settings.LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED else "",
         ]
     if settings.OPENAI_API_KEY:
         models.append(settings.LOOM_RERANK_OPENAI_MODEL)

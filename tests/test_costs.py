@@ -189,6 +189,9 @@ def test_health_names_each_configured_model_without_a_verified_price(health, set
     settings.LOOM_RERANK_OPENAI_MODEL = "gpt-6-luna"
     settings.COHERE_API_KEY = "co-test-key"
     found = health()
-    assert [p for p in found["problems"] if p.startswith("model_unpriced:")] == ["model_unpriced:gpt-6-luna"]
+    unpriced = [p for p in found["problems"] if p.startswith("model_unpriced:")]
+    assert unpriced == ["model_unpriced:gpt-6-luna", "model_unpriced:gpt-6.1-sol"]  # the conflict resolver's too
     assert found["status"] == "ok"
+    settings.LOOM_MEMORY_CONFLICT_RESOLVER_ENABLED = False  # a model no call can reach bills nothing
+    assert "model_unpriced:gpt-6.1-sol" not in health()["problems"]
     assert "bill $0" in meaning("model_unpriced:gpt-6-luna")
