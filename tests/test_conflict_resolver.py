@@ -59,6 +59,7 @@ def test_a_revision_supersedes_the_older_row_and_is_on_the_record(backend, alice
     entries = call("audit.list", {}, alice.token("admin")).json["entries"]
     resolved = [e for e in entries if e["action"] == "memory.conflict_resolved"]
     assert resolved and resolved[0]["detail"]["reason"] == "The newer memory changes the preference."
+    assert resolved[0]["detail"]["prompt"] == "resolve-v1"
 
 
 def test_a_contradiction_keeps_both_marked_and_search_and_ask_say_so(backend, alice, call, writer, model_server):

@@ -291,7 +291,7 @@ def test_a_job_that_keeps_failing_is_failed_with_its_error(
     while extraction_pass.run_due(org=alice.name):
         pass
     [job] = call("extraction.list", {"state": "failed"}, writer).json["jobs"]
-    assert job["attempts"] == extraction_queue.MAX_ATTEMPTS and "no readable facts" in job["error"]
+    assert job["attempts"] == extraction_queue.MAX_ATTEMPTS and "no readable facts to prompt extract-v1" in job["error"]
     assert len(model_server.chat_requests()) == 2 * extraction_queue.MAX_ATTEMPTS
     # An operator retries every failed job of the namespace; an unknown job is named as such.
     assert [j["state"] for j in call("extraction.retry", {}, writer).json["jobs"]] == ["pending"]

@@ -75,7 +75,8 @@ def run_job(scope: Scope, job: extraction_queue.Job) -> int:
 
 def _resolve(scope: Scope, row: dict, other: dict, verdict: dict) -> int:
     client = llm.for_model(settings.LOOM_CONFLICT_RESOLVER_MODEL)
-    answer, _ = extraction.ask(client, SYSTEM, prompt(other, row), SCHEMA, {"decision": str, "reason": str})
+    shape = {"decision": str, "reason": str}
+    answer, _ = extraction.ask(client, SYSTEM, prompt(other, row), SCHEMA, shape, PROMPT_VERSION)
     decision = answer["decision"] if answer["decision"] in DECISIONS else None
     if decision is None:
         raise extraction.ExtractionFailed(f"{client.model} answered no decision: {answer['decision'][:40]!r}")
@@ -92,7 +93,13 @@ def _resolve(scope: Scope, row: dict, other: dict, verdict: dict) -> int:
         return 0  # a row moved on meanwhile: its own write judged it again
     conflict_decisions.record(scope, row, other, decision, reason, client.model)
     detail = {"memory_key": row["memory_key"], "other_key": other["memory_key"], "decision": decision}
-    audit.record(scope.org, ACTOR, "memory.conflict_resolved", scope.namespace, {**detail, "reason": reason})
+    audit.record(
+        scope.org,
+        ACTOR,
+        "memory.conflict_resolved",
+        scope.namespace,
+        {**detail, "reason": reason, "prompt": PROMPT_VERSION},
+    )
     return 1
 
 

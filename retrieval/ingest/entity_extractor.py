@@ -69,7 +69,7 @@ def run_job(scope: Scope, job: extraction_queue.Job) -> int:
     ]
     if not rows:
         return 0
-    answer, _ = extraction.ask(llm.get_llm(), SYSTEM, prompt(rows), SCHEMA, {"memories": list})
+    answer, _ = extraction.ask(llm.get_llm(), SYSTEM, prompt(rows), SCHEMA, {"memories": list}, PROMPT_VERSION)
     named = _named(answer, len(rows))
     items = [
         _as_named(row, *named[i])

@@ -1,7 +1,7 @@
 """The facts, preferences and events a conversation's turns state, read by a model: one bounded call per batch of
 turns (LOOM_MEMORY_EXTRACT_BATCH_TURNS), answered in a JSON schema and checked before anything is stored.
 
-The prompt is code (PROMPT_VERSION names it in every fact's provenance). The turns reach it fenced as data, and a
+The prompt is code, versioned (PROMPT_VERSION: a failed job's error names it). The turns reach it fenced as data, and a
 turn stored `high` (a secret) never reaches it. What comes back is only a proposal: a key is made readable and
 safe, a fact must name the turns it came from, and each is then written through the ordinary write path (its
 sensitivity, duplicate and conflict gates, deterministic as ever).
@@ -127,7 +127,7 @@ def extract(turns: list[Turn]) -> Extracted:
     size = settings.LOOM_MEMORY_EXTRACT_BATCH_TURNS
     for start in range(0, len(turns), size):
         batch = turns[start : start + size]
-        answer, calls = ask(client, SYSTEM, prompt(batch), SCHEMA, {"facts": list})
+        answer, calls = ask(client, SYSTEM, prompt(batch), SCHEMA, {"facts": list}, PROMPT_VERSION)
         out.calls += calls
         for fact in _checked(answer, batch):
             if (known := by_key.get(fact.key)) is not None:
@@ -145,7 +145,7 @@ def prompt(turns: list[Turn]) -> str:
     return f"<conversation>\n{text.fenced(json.dumps(said, ensure_ascii=False))}\n</conversation>"
 
 
-def ask(client, system: str, user: str, schema: dict, shape: dict[str, type]) -> tuple[dict, int]:
+def ask(client, system: str, user: str, schema: dict, shape: dict[str, type], version: str) -> tuple[dict, int]:
     """The model's JSON answer (an object whose fields in `shape` are of their types) and the calls it took: one,
     and one more to repair it (twice the budget for an answer cut short, else the stricter addendum). Shared by
     the entity extractor and the conflict resolver."""
@@ -166,7 +166,9 @@ def ask(client, system: str, user: str, schema: dict, shape: dict[str, type]) ->
         elif not strict:
             strict = True
         else:
-            raise ExtractionFailed(f"{client.model} answered no readable {', '.join(shape)} after {calls} calls")
+            raise ExtractionFailed(
+                f"{client.model} answered no readable {', '.join(shape)} to prompt {version} after {calls} calls"
+            )
 
 
 def _checked(answer: dict, batch: list[Turn]) -> list[Fact]:
