@@ -31,7 +31,7 @@ from retrieval.search import rank, service, trace
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, clickhouse, conflict_decisions, extraction_queue, namespaces, reads
 from tenancy import audit as audit_log
-from tenancy.access import Principal, authorize
+from tenancy.access import Principal, Scope, authorize
 from tenancy.models import Membership, Org
 from tenancy.roles import Role
 
@@ -54,7 +54,7 @@ LISTS = ("tags", "entity_filter")
 CONFIG = ("search_mode", "recipe", "retrieval_budget", "rerank", "personalization")
 LAB_OP = "recall.lab"  # how the trace log and the cost rows name a Lab search
 TRACE_FILTERS = ("namespace", "since", "until", "op", "abstain", "risk", "before")
-PAGE = 25  # rows per page of the trace log and the memories list
+PAGE = 25  # rows per page of the trace log, the memories list and a conversation's turns
 
 
 def memberships(request: HttpRequest) -> tuple[list[Membership], Membership | None]:
@@ -95,6 +95,16 @@ def namespace_scope(principal: Principal, form: dict, context: dict):
 def respond(request: HttpRequest, partial: str, page: str, context: dict) -> HttpResponse:
     """An htmx request gets the partial it swaps in; any other the whole page (a pushed URL reloads whole)."""
     return render(request, partial if request.htmx else page, context)
+
+
+def next_page(request: HttpRequest, scope: Scope, cursor: str | None) -> str | None:
+    """This page's URL at the next cursor, its filters as asked and its org and namespace as served; None on the
+    last page."""
+    if not cursor:
+        return None
+    query = request.GET.copy()
+    query["org"], query["namespace"], query["cursor"] = scope.org, scope.namespace, cursor
+    return f"{request.path}?{query.urlencode()}"
 
 
 def member_page(view):
@@ -381,7 +391,7 @@ def memories(request: HttpRequest, principal: Principal, context: dict) -> HttpR
             memory_type=form["memory_type"] or None,
             key_prefix=form["key_prefix"] or None,
         )
-        context.update(scope=scope, items=page.items, next_cursor=page.next_cursor)
+        context.update(scope=scope, items=page.items, next_page=next_page(request, scope, page.next_cursor))
     return respond(request, "recall/_memories.html", "recall/memories.html", context)
 
 
@@ -401,10 +411,12 @@ def conversations(request: HttpRequest, principal: Principal, context: dict) -> 
             jobs=sorted(jobs, key=lambda job: job.state != "failed"),  # failures first, each group newest first
         )
         if form["session_id"]:
-            page, _ = reads.recall(scope.reading(None, None, form["session_id"]), cursor=form["cursor"] or None)
+            held = scope.reading(None, None, form["session_id"])
+            page, _ = reads.recall(held, limit=PAGE, cursor=form["cursor"] or None)
             facts = reads.extracted_from(scope, [turn["memory_key"] for turn in page.items])
             context.update(
-                turns=[(turn, facts.get(turn["memory_key"], [])) for turn in page.items], next_cursor=page.next_cursor
+                turns=[(turn, facts.get(turn["memory_key"], [])) for turn in page.items],
+                next_page=next_page(request, scope, page.next_cursor),
             )
     return respond(request, "recall/_conversation.html", "recall/conversations.html", context)
 

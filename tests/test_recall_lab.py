@@ -424,6 +424,15 @@ def test_conversations_shows_sessions_their_turns_and_facts_and_the_queues_failu
     assert "Dana: I moved to Lisbon last month. Hi there!" in page
     assert "<code>event.dana.i-moved-to-lisbon-last-month</code>" in page  # the fact, beside its turn
     assert "Lisbon" not in operator_of(bob).get("/recall/conversations", {"namespace": "default"}).content.decode()
+    # A long session pages its turns, the next page's link keeping the session.
+    said = [{"role": "user", "name": "Dana", "content": f"Note {n} about the move."} for n in range(30)]
+    call("memory.set_from_messages", {"session_id": "s-long", "messages": said}, writer)
+    first = client.get("/recall/conversations", {"session_id": "s-long"}).content.decode()
+    assert first.count('<td class="excerpt">Dana: Note ') == 25 and "Next turns" in first
+    link = first.split("Next turns")[0].split('hx-get="')[-1].split('"')[0].replace("&amp;", "&")
+    rest = client.get(link, HTTP_HX_REQUEST="true").content.decode()
+    turns = [f'<td class="excerpt">Dana: Note {n} about the move.' in rest for n in (25, 29, 0)]
+    assert turns == [True, True, False]
 
 
 @pytest.mark.parametrize(
