@@ -55,11 +55,9 @@ SCHEMA = {
 def run_job(scope: Scope, job: extraction_queue.Job) -> int:
     """Judge each of the job's rows (still at the version queued) against the row its verdict names; how many
     decisions were applied."""
-    stored = write.active_rows(scope, set(job.turn_keys))
     applied = 0
-    for key, version in zip(job.turn_keys, job.versions):
-        row = stored.get((key, job.agent, job.session_id))
-        if row is None or row["version"] != version or not row["conflict_verdict"] or row["sensitivity"] == "high":
+    for row in write.as_stored(scope, job.rows):
+        if row is None or not row["conflict_verdict"] or row["sensitivity"] == "high":
             continue
         verdict = json.loads(row["conflict_verdict"])
         if "resolution" in verdict:

@@ -59,14 +59,7 @@ SCHEMA = {
 
 def run_job(scope: Scope, job: extraction_queue.Job) -> int:
     """Name the entities of a job's rows (those still at the version it was queued for); how many got new ones."""
-    stored = write.active_rows(scope, set(job.turn_keys))
-    rows = [
-        row
-        for key, version in zip(job.turn_keys, job.versions)
-        if (row := stored.get((key, job.agent, job.session_id))) is not None
-        and row["version"] == version
-        and row["sensitivity"] != "high"
-    ]
+    rows = [row for row in write.as_stored(scope, job.rows) if row is not None and row["sensitivity"] != "high"]
     if not rows:
         return 0
     answer, _ = extraction.ask(llm.get_llm(), SYSTEM, prompt(rows), SCHEMA, {"memories": list}, PROMPT_VERSION)

@@ -18,15 +18,11 @@ from tenancy.roles import Role
 
 log = logging.getLogger(__name__)
 
-RUNNERS = {
-    extraction_queue.FACTS: conversation.extract_job,
-    extraction_queue.ENTITIES: entity_extractor.run_job,
-    extraction_queue.CONFLICTS: conflict_resolver.run_job,
-}
-OPS = {
-    extraction_queue.FACTS: conversation.OP,
-    extraction_queue.ENTITIES: "entity_extractor",
-    extraction_queue.CONFLICTS: "conflict_resolver",
+# Each task: the op its model calls are metered as, and its runner (the rows it wrote).
+TASKS = {
+    extraction_queue.FACTS: (conversation.OP, conversation.extract_job),
+    extraction_queue.ENTITIES: ("entity_extractor", entity_extractor.run_job),
+    extraction_queue.CONFLICTS: ("conflict_resolver", conflict_resolver.run_job),
 }
 
 
@@ -35,9 +31,10 @@ def run_due(limit: int = 20, org: str | None = None) -> int:
     jobs = extraction_queue.due(limit, org)
     for job in jobs:
         scope = Scope(org=job.org, namespace=job.namespace, role=Role.WRITER, subject=job.enqueued_by)
+        op, runner = TASKS[job.task]
         try:
-            with customer.for_org(job.org, job.namespace, job.enqueued_by, OPS[job.task], job.user_id):
-                written = RUNNERS[job.task](scope, job)
+            with customer.for_org(job.org, job.namespace, job.enqueued_by, op, job.user_id):
+                written = runner(scope, job)
         except conversation.FAILURES as exc:
             log.warning("%s job %s of %s/%s failed: %s", job.task, job.job_id, job.org, job.namespace, exc)
             extraction_queue.failed(job, f"{type(exc).__name__}: {exc}")

@@ -727,9 +727,14 @@ def set_verdicts(scope: Scope, verdicts: list[tuple[dict, str]]) -> bool:
 
 
 def _current(scope: Scope, rows: list[dict]) -> list[dict] | None:
-    """These rows as stored now, in order (their newest revision); None if any is no longer the active version."""
+    """These rows as stored now, in order; None if any is no longer the active version."""
+    current = as_stored(scope, rows)
+    return None if None in current else current
+
+
+def as_stored(scope: Scope, rows: list[dict]) -> list[dict | None]:
+    """Each row (its memory_key, agent, session_id and version) as stored now, at its newest revision; None where
+    that version is no longer the active one (a job's rows that moved on since it was queued)."""
     stored = active_rows(scope, {row["memory_key"] for row in rows})
     current = [stored.get((row["memory_key"], row["agent"], row["session_id"])) for row in rows]
-    if any(now is None or now["version"] != row["version"] for now, row in zip(current, rows)):
-        return None
-    return current
+    return [now if now is not None and now["version"] == row["version"] else None for now, row in zip(current, rows)]

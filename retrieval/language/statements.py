@@ -48,9 +48,10 @@ def statements(turns: list[tuple[str, str]]) -> list[Statement]:
         for sentence in (piece.strip() for piece in _BREAK.split(content)):
             if len(sentence.split()) < MIN_WORDS or sentence.endswith("?"):
                 continue
-            named = [n for n in names.about(sentence) if n.lower() != speaker.lower() and not _addressed(n, sentence)]
+            mentioned = names.about(sentence)
+            named = [n for n in mentioned if n.lower() != speaker.lower() and not _addressed(n, sentence)]
             own = bool(_FIRST_PERSON.search(sentence))
-            if not own and not named or _content_words(sentence, names.about(sentence)) < MIN_CONTENT:
+            if not own and not named or _content_words(sentence, mentioned) < MIN_CONTENT:
                 continue
             kind = "preference" if _PREFERENCE.search(sentence) else "event" if _EVENT.search(sentence) else "fact"
             about = ((speaker,) if own and speaker else ()) + tuple(named)

@@ -53,7 +53,15 @@ class Job:
     facts: int
     created_at: datetime
     updated_at: datetime
-    versions: list[int]  # an entities job: the versions of turn_keys it was queued for
+    versions: list[int]  # an entities or conflicts job: the versions of turn_keys it was queued for
+
+    @property
+    def rows(self) -> list[dict]:
+        """The row versions an entities or conflicts job was queued for, by identity."""
+        return [
+            {"memory_key": key, "agent": self.agent, "session_id": self.session_id, "version": version}
+            for key, version in zip(self.turn_keys, self.versions)
+        ]
 
 
 def enqueue(

@@ -5,7 +5,7 @@ from retrieval.management.passes import PassCommand
 class Command(PassCommand):
     help = (
         "Run the extraction queue's due jobs (deferred memory.set_from_messages, extractions that failed and "
-        "wait to be retried, and the entity extractor's). One pass by default; --loop keeps going. With the embedded engine the server drains "
+        "wait to be retried, the entity extractor's and the conflict resolver's). One pass by default; --loop keeps going. With the embedded engine the server drains "
         "the queue itself; run this while it is stopped (one process owns the data)."
     )
     noun, verb, idle, batch_size = "jobs", "ran", "extract", 20
