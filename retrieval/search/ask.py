@@ -261,13 +261,13 @@ def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> 
     blocks = []
     for number, hit in enumerate(evidence, 1):
         dated = hit["valid_at"] or hit["created_at"]
-        former = " · former value" if hit["status"] == "superseded" else ""
-        if hit.get("contradicts"):
-            former += " · contradicted by " + ", ".join(_as_data(key) for key in hit["contradicts"])
+        marks = " · former value" if hit["status"] == "superseded" else ""
+        if hit["contradicts"]:
+            marks += " · contradicted by " + ", ".join(_as_data(key) for key in hit["contradicts"])
         session = f" · session {_as_data(hit['session_id'])}" if hit["session_id"] else ""
         body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
         blocks.append(
-            f"[{number}] {_as_data(hit['memory_key'])} · {dated:%Y-%m-%d}{session}{former}\n"
+            f"[{number}] {_as_data(hit['memory_key'])} · {dated:%Y-%m-%d}{session}{marks}\n"
             f"{_as_data(body[:MEMORY_CHARS])}"
         )
     parts.append("<memories>\n" + "\n\n".join(blocks) + "\n</memories>")
