@@ -2,6 +2,8 @@
 
 import pytest
 
+from retrieval.search import paging
+
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
 
@@ -31,3 +33,13 @@ def test_a_handle_expires_and_belongs_to_its_namespace(backend, ranker, call, se
     settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS = 0
     expired = ranker.search("quarterly report", top_k=3, paging=True).json["next"]
     assert call("memory.search", {"page": expired}, ranker.token).json["abstain_code"] == "page_expired"
+
+
+def test_a_page_parked_a_moment_ago_is_served_by_a_process_that_did_not_park_it(backend, ranker, monkeypatch):
+    """The pool is written off the request path; another worker asked for its next page at once waits for it."""
+    ranker.set(*[{"memory_key": f"k{i:02d}", "value": "identical quarterly report"} for i in range(12)])
+    first = ranker.search("quarterly report", top_k=5, paging=True).json
+    monkeypatch.setattr(paging, "_fresh", {})  # as another process: none of this one's fresh pools
+    page = ranker.call("memory.search", {"page": first["next"]}, ranker.token).json
+    assert page["abstain"] is False
+    assert [h["memory_key"] for h in page["hits"]] == [f"k{i:02d}" for i in range(5, 10)]

@@ -3,10 +3,17 @@
 A handle names the parked pool and an offset. Parked pools expire after
 LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS; an expired or unknown handle answers an
 abstain with `page_expired`.
+
+A pool is parked off the request path (`clickhouse.insert_later`): the insert was most of a paged search's time on
+the embedded engine, and the MCP tool loom_search always pages. Until it is written this process serves its pages
+from `_fresh`; another process that misses a handle younger than the write's bound (the handle says when it was
+made) waits for the write, at most PARKING_S.
 """
 
 import json
 import secrets
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -18,12 +25,19 @@ from retrieval.store import clickhouse
 from retrieval.store.rows import RowId
 from tenancy.access import Scope
 
+# How long a parked pool may take to be written: insert_later's wait, and the insert itself with room to spare.
+PARKING_S = clickhouse.LATER_SECONDS + 1.5
+_POLL_S = 0.05
+# This process's pools parked within PARKING_S: (org, namespace, handle) -> (payload, when it expires, parked at).
+_fresh: dict[tuple[str, str, str], tuple[str, datetime, float]] = {}
+_fresh_lock = threading.Lock()
+
 
 def park(scope: Scope, rest: list[Candidate], plan: Plan, explain: bool, verdict) -> str | None:
     if not rest:
         return None
-    handle = "pg_" + secrets.token_hex(12)
     now = datetime.now(UTC)
+    handle = f"pg_{int(now.timestamp() * 1000):x}-{secrets.token_hex(10)}"  # when it was made, then chance
     payload = {
         "window": {
             "top_k": plan.top_k,
@@ -48,35 +62,61 @@ def park(scope: Scope, rest: list[Candidate], plan: Plan, explain: bool, verdict
             for c in rest
         ],
     }
-    clickhouse.insert(
-        "search_pages",
-        [
-            {
-                "org": scope.org,
-                "namespace": scope.namespace,
-                "handle": handle,
-                "created_at": now,
-                "expires_at": now + timedelta(seconds=settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS),
-                "payload": json.dumps(payload),
-            }
-        ],
-    )
+    expires = now + timedelta(seconds=settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS)
+    row = {
+        "org": scope.org,
+        "namespace": scope.namespace,
+        "handle": handle,
+        "created_at": now,
+        "expires_at": expires,
+        "payload": json.dumps(payload),
+    }
+    with _fresh_lock:
+        for key in [key for key, (_, _, parked) in _fresh.items() if time.monotonic() - parked > PARKING_S]:
+            del _fresh[key]
+        _fresh[(scope.org, scope.namespace, handle)] = (row["payload"], expires, time.monotonic())
+    clickhouse.insert_later("search_pages", [row])
     return f"{handle}.0"
+
+
+def _parked(scope: Scope, handle: str) -> str | None:
+    """The parked pool's payload, while it has not expired: this process's own fresh one, else the engine's (waiting
+    for it while the handle is young enough to be on its way there)."""
+    fresh = _fresh.get((scope.org, scope.namespace, handle))
+    if fresh is not None:
+        payload, expires, _ = fresh
+        return payload if expires > datetime.now(UTC) else None
+    deadline = time.monotonic() + max(0.0, min(_age_left(handle), PARKING_S))
+    while True:
+        payload = clickhouse.query_value(
+            """
+            SELECT payload FROM search_pages
+            WHERE org = {org:String} AND namespace = {namespace:String} AND handle = {handle:String}
+              AND expires_at > now64(3)
+            LIMIT 1
+            """,
+            {"org": scope.org, "namespace": scope.namespace, "handle": handle},
+        )
+        if payload is not None or time.monotonic() >= deadline:
+            return payload
+        time.sleep(_POLL_S)
+
+
+def _age_left(handle: str) -> float:
+    """How much longer a pool parked under this handle may take to be written (0: it is in, or never was)."""
+    made, _, rest = handle.removeprefix("pg_").partition("-")
+    try:
+        made_s = int(made, 16) / 1000
+    except ValueError:
+        return 0.0
+    return PARKING_S - (time.time() - made_s) if rest else 0.0
 
 
 def serve(scope: Scope, page: str, clock):
     """The next window of a parked pool, or an abstain with page_expired."""
     handle, _, offset = page.partition(".")
-    payload = clickhouse.query_value(
-        """
-        SELECT payload FROM search_pages
-        WHERE org = {org:String} AND namespace = {namespace:String} AND handle = {handle:String}
-          AND expires_at > now64(3)
-        LIMIT 1
-        """,
-        {"org": scope.org, "namespace": scope.namespace, "handle": handle},
-    )
-    if payload is None or not offset.isdigit():
+    payload = _parked(scope, handle) if offset.isdigit() else None
+    if payload is None:
         return SearchResult(
             hits=[],
             abstain=True,
