@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "retrieval",
     "memories",
     "recall",
+    "mcp_server",
     "django_htmx",
     "axes",
 ]

@@ -429,6 +429,12 @@ class MemorySearch(OpInput, HowToSearch):
         return read_scope_needs(data)
 
 
+class SearchQuery(MemorySearch):
+    """memory.search's fields, always paged: an agent reads a window and asks for the next (`next` -> page=)."""
+
+    paging = None
+
+
 class MemorySearchTrace(MemorySearch):
     """memory.search's fields; a trace explains one query, so there is one."""
 

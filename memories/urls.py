@@ -15,6 +15,7 @@ OPS = [
     views.ExtractionList,
     views.ExtractionRetry,
     views.MemorySearch,
+    views.SearchQuery,
     views.MemoryAsk,
     views.MemorySearchTrace,
     views.MemorySearchTraceLog,

@@ -34,6 +34,10 @@ from tenancy import limits
 from tenancy.access import Scope, authorize, authorize_org
 from tenancy.roles import Role
 
+# The WSGI environ key naming the MCP tool an op was called through (mcp_server/dispatch.py): the trace log shows it.
+# No HTTP header can set it (a header becomes an HTTP_ key).
+MCP_TOOL = "loom.mcp_tool"
+
 
 class HasToken(permissions.BasePermission):
     """A token, within its rate limit (tenancy/limits.py)."""
@@ -143,6 +147,11 @@ class OpView(APIView):
 
     def run(self, scope: Scope, data: dict) -> Response:
         raise NotImplementedError
+
+    @property
+    def called_as(self) -> str:
+        """The name the caller used: the MCP tool's for a tool call (what the trace log shows), else the op's."""
+        return self.request.META.get(MCP_TOOL) or self.op
 
     def answer(self, payload, serializer=None, status=200) -> Response:
         return Response(_writer(serializer or self.response_serializer).to_representation(payload), status=status)
@@ -489,8 +498,21 @@ class MemorySearch(OpView):
     example = {"query": "Who is the Acme contact for the renewal?", "top_k": 5}
 
     def run(self, scope, data):
-        result = service.search(scope, SearchRequest.of(data), op=self.op, run_id=data.get("run_id", ""))
+        result = service.search(scope, SearchRequest.of(data), op=self.called_as, run_id=data.get("run_id", ""))
         return self.answer(result)
+
+
+class SearchQuery(MemorySearch):
+    """Search what memory holds in one call: stored memories and session digests ranked together, each hit naming
+    its plane; always paged. The MCP tool loom_search is this op."""
+
+    op = "search.query"
+    request_serializer = inputs.SearchQuery
+    response_serializer = outputs.SearchQueryOut
+    example = {"query": "What did Dana ask about the renewal?", "top_k": 5}
+
+    def run(self, scope, data):
+        return super().run(scope, {**data, "paging": True})
 
 
 class MemoryAsk(OpView):
@@ -503,7 +525,7 @@ class MemoryAsk(OpView):
     example = {"query": "Who is the Acme contact for the renewal?"}
 
     def run(self, scope, data):
-        return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", "")))
+        return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", ""), op=self.called_as))
 
 
 class MemorySearchTrace(OpView):

@@ -10,6 +10,7 @@ answer served from the LLM cache. Every search is logged (the trace log), and as
 Rows belong to end users u0 and u1 in turn, and say whose ("for user u0").
 """
 
+import asyncio
 import json
 import uuid
 
@@ -19,9 +20,12 @@ from django.test import Client
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client as McpClient
 
+from mcp_server import dispatch, server, tools
+from retrieval.errors import STATUS
 from tenancy.models import ApiToken, Membership
-from tests.conftest import Tenant
+from tests.conftest import Reply, Tenant
 
 NAMESPACES = ("ops", "hr")
 ROLES = ("viewer", "writer", "admin")
@@ -59,6 +63,22 @@ HELD = {
     if op.startswith("memory.") and op not in ("memory.search_trace_log", "memory.set", "memory.set_from_messages")
 }
 USERS = ("u0", "u1")
+# The ops an MCP tool runs (memory.search is not one: its tool is loom_search, search.query, drawn for it).
+TOOL_OF = {tool.op: tool.name for tool in tools.TOOLS.values()} | {"memory.search": "loom_search"}
+
+
+def over_mcp(op: str, body: dict, token: str) -> Reply:
+    """The op as an agent calls it: its tool, through the SDK's client and server in process (each call then runs
+    as the op's request: mcp_server/dispatch.py), read back as REST's status and body."""
+    mcp = server.build(lambda ctx: dispatch.Caller(token=token))
+
+    async def session():
+        async with McpClient(mcp) as client:
+            return await client.call_tool(TOOL_OF[op], body)
+
+    result = asyncio.run(session())
+    body = result.structured_content
+    return Reply(STATUS[body["error"]["code"]] if result.is_error else 200, body)
 
 
 def owner(org: str, namespace: str) -> str:
@@ -98,7 +118,7 @@ def body_of(op: str, org: str, namespace: str) -> dict:
 
 
 @pytest.fixture
-def world(db, call, settings):
+def world(transactional_db, call, settings):  # (committed: an MCP call runs on a worker thread)
     settings.LOOM_SEARCH_TRACE_LOG_ENABLED = True
     orgs = [Tenant("iso"), Tenant("iso")]
     for tenant in orgs:
@@ -139,9 +159,10 @@ def world(db, call, settings):
     revoked=st.sampled_from([False, False, False, True]),
     read_scope=st.sampled_from(["", "own_user"]),
     user=st.sampled_from([None, *USERS]),
+    door=st.sampled_from(["rest", "mcp"]),
 )
 def test_a_token_never_reaches_outside_its_org_and_grant(
-    backend, world, call, caller, role, grant, op, named_org, namespace, all_mine, revoked, read_scope, user
+    backend, world, call, caller, role, grant, op, named_org, namespace, all_mine, revoked, read_scope, user, door
 ):
     mine, other = world[caller], world[1 - caller]
     token = mine.token(role, namespaces=grant, read_scope=read_scope)
@@ -154,7 +175,7 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
         body["namespace_scope"] = "all_mine"
     if user and op in HELD:
         body["user_id"] = user
-    reply = call(op, body, token)
+    reply = over_mcp(op, body, token) if door == "mcp" and op in TOOL_OF else call(op, body, token)
 
     allowed = set(grant or NAMESPACES)
     if revoked:
@@ -182,7 +203,7 @@ def test_a_token_never_reaches_outside_its_org_and_grant(
         assert reply.json["candidates_total"] <= 4 * len(allowed)  # counts nothing it may not read (3 rows, a probe)
     if reply.status == 200 and op == "memory.search_trace_log" and role != "admin":
         assert {row["caller"] for row in reply.json["rows"]} <= {f"token:{token.split('_')[1]}"}  # its own rows
-    if reply.status == 201 and op == "memory.set":  # the write landed where it was addressed, and nowhere else
+    if reply.status in (200, 201) and op == "memory.set":  # the write landed where it was addressed, and nowhere else
         for tenant in world:
             for name in NAMESPACES:
                 found = call("memory.get", {"namespace": name, "memory_key": body["memory_key"]}, tenant.token("admin"))

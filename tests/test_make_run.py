@@ -12,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 from tests.chserver import free_port
+from tests.test_mcp import run_mcp
+from tests.test_mcp_stdio import readme_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,6 +185,17 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
         assert (status, logged["enabled"], logged["rows"][0]["query"]) == (200, True, "a greeting saying hello")
         health = http("GET", f"{base}/v1/health", token=token)[1]  # the demo token is an admin's
         assert health["embedder"]["model"] == "local:minilm" and "fake_embedder" not in health["problems"]
+
+        # The README's lines connect the SDK's MCP client over streamable HTTP; loom_search finds what REST wrote.
+        lines = readme_lines()
+        url = lines["URL"].replace("http://127.0.0.1:8000", base)
+        assert lines["Header"] == "Authorization: Bearer loom_3f9c…"
+
+        async def calls(client):
+            return await client.call_tool("loom_search", {"query": "a greeting saying hello"})
+
+        found = run_mcp(url, token, calls).structured_content
+        assert found["hits"][0]["memory_key"] == "greeting" and found["hits"][0]["plane"] == "memory"
 
         # docs/api.md's examples, in order (the last switch the org's model calls off): each answers, as shown.
         examples = documented()

@@ -1026,6 +1026,112 @@ class SearchOut(TypedDict):
     retrieval_work: dict[str, Any]
 
 
+class SearchQuery(TypedDict, total=False):
+    """memory.search's fields, always paged: an agent reads a window and asks for the next (`next` -> page=)."""
+
+    org: str
+    namespace: str
+    search_mode: Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
+    recipe: Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]
+    retrieval_budget: Literal["fast", "standard", "deep"]
+    alpha: float
+    hyde: bool
+    query: str
+    top_k: int
+    agent: str
+    memory_type: Literal["fact", "preference", "event", "observation", "instruction", "turn", "reflection"]
+    tags: list[str]
+    tags_soft: list[str]
+    category: str
+    category_soft: str
+    demote_tags: list[str]
+    entity_filter: list[str]
+    user_id: str
+    session_id: str
+    run_id: str
+    read_scope: Literal["own_user", "own_session"]
+    namespace_scope: Literal["this", "all_mine"]
+    exclude_keys: list[str]
+    include_duplicates: bool
+    include_superseded: bool
+    include_proposed: bool
+    as_of: str
+    as_of_basis: Literal["valid_time", "knowledge_time"]
+    observation_date: str
+    bodies: Literal["full", "excerpt", "none", "unit", "source"]
+    body_budget_tokens: int
+    min_similarity: float
+    floor_mode: Literal["readmit", "ids_only", "drop"]
+    explain: bool
+    render: Literal["reader"]
+    page: str
+    personalization: Literal["default", "none"]
+    confidence_weight: float
+    recency_pool_weight: float
+    reinforcement_weight: float
+    chunk_max_share: float
+    rerank: str
+
+
+class SearchQueryHitOut(TypedDict):
+    memory_key: str
+    namespace: str
+    agent: str
+    session_id: str
+    version: int
+    content_excerpt: str
+    value: str | None
+    body_truncated: bool
+    similarity: float
+    rank_score: float
+    below_threshold: bool
+    source: str
+    parent_memory_key: str | None
+    source_keys: list[str]
+    contradicts: list[str]
+    chunk_index: int | None
+    status: str
+    superseded_by: int | None
+    source_class: str
+    verified: bool
+    memory_type: str
+    tags: list[str]
+    entities: list[str]
+    valid_at: str | None
+    created_at: str
+    score_components: dict[str, float]
+    plane: str
+
+
+class SearchQueryOut(TypedDict):
+    hits: list[SearchQueryHitOut]
+    abstain: bool
+    abstain_code: str | None
+    abstain_reason: str | None
+    retrieval_confidence: float
+    retrieval_risk: str
+    candidates_total: int
+    namespaces_searched: list[str]
+    namespaces_skipped: list[str]
+    pending_extraction: int
+    degraded: list[str]
+    next: str | None
+    search_mode: str
+    mode_source: str
+    recipe: str | None
+    retrieval_budget: str
+    thresholds: dict[str, Any]
+    query_entities: list[str]
+    notes: list[str]
+    computed: list[ComputedOut]
+    records: list[RecordOut]
+    latency_ms: float
+    stage_ms: dict[str, float]
+    trace_id: str
+    reader_block: str | None
+    retrieval_work: dict[str, Any]
+
+
 class SearchTraceLog(TypedDict, total=False):
     org: str
     namespace: str
@@ -1191,6 +1297,7 @@ IN_NAMESPACE = frozenset(
         "namespace.register",
         "record.delete",
         "record.set",
+        "search.query",
         "session_summary.delete",
         "session_summary.set",
     ]
@@ -1254,6 +1361,10 @@ class Ops:
     def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
         return self._op("memory.search", dict(body))
+
+    def search_query(self, **body: Unpack[SearchQuery]) -> SearchQueryOut:
+        """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
+        return self._op("search.query", dict(body))
 
     def memory_ask(self, **body: Unpack[MemoryAsk]) -> AskOut:
         """memory.ask: Answer a question from memory, citing the memories it used; or say memory does not hold it."""
@@ -1397,6 +1508,10 @@ class AsyncOps:
     async def memory_search(self, **body: Unpack[MemorySearch]) -> SearchOut:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
         return await self._op("memory.search", dict(body))
+
+    async def search_query(self, **body: Unpack[SearchQuery]) -> SearchQueryOut:
+        """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
+        return await self._op("search.query", dict(body))
 
     async def memory_ask(self, **body: Unpack[MemoryAsk]) -> AskOut:
         """memory.ask: Answer a question from memory, citing the memories it used; or say memory does not hold it."""

@@ -82,7 +82,7 @@ class AskRequest:
         return cls(SearchRequest.of(data), **{key: value for key, value in data.items() if key in own})
 
 
-def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
+def ask(scope: Scope, request: AskRequest, run_id: str = "", op: str = "memory.ask") -> dict:
     if request.allow_synthesis and settings.LOOM_READS_LLM_FREE:
         raise Refusal(
             "READS_LLM_FREE",
@@ -94,7 +94,7 @@ def ask(scope: Scope, request: AskRequest, run_id: str = "") -> dict:
     wanted = replace(
         wanted, context=_context(request.recent_messages), top_k=wanted.top_k or TOP_K, bodies=wanted.bodies or "unit"
     )
-    found = service.search(scope, wanted, op="memory.ask", run_id=run_id)
+    found = service.search(scope, wanted, op=op, run_id=run_id)
     answer = _answer(found, "abstained" if found.abstain else "retrieval_only")
     if not request.allow_synthesis:
         return answer
