@@ -39,3 +39,12 @@ MEMORY_OUTCOME = (
     "Tell memory whether the memories a search or answer served helped (positive) or misled you (harm), by their "
     "keys; later searches rank by it."
 )
+CONTEXT_PACK = (
+    "Get the best evidence memory holds for a task as one text block that fits your token budget (`max_tokens`), "
+    'ready to put in your context: the verdict first (including "memory does not know"), then one line per '
+    "memory, best first, each cited by key. Never calls a model."
+)
+MEMORY_BRIEF = (
+    "Orient yourself before a task: memory's answer, the memories it rests on, what memory does not know or holds "
+    "contradicting versions of, and which calls to make next. `allow_synthesis: false` for the evidence alone."
+)

@@ -33,6 +33,8 @@ TOOLS = {
     tool.name: tool
     for tool in (
         Tool("loom_search", "search.query", descriptions.LOOM_SEARCH),
+        Tool("context_pack", "context.pack", descriptions.CONTEXT_PACK),
+        Tool("memory_brief", "memory.brief", descriptions.MEMORY_BRIEF),
         Tool("memory_ask", "memory.ask", descriptions.MEMORY_ASK),
         Tool("memory_get", "memory.get", descriptions.MEMORY_GET),
         Tool("memory_recall", "memory.recall", descriptions.MEMORY_RECALL),

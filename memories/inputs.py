@@ -435,6 +435,23 @@ class SearchQuery(MemorySearch):
     paging = None
 
 
+class ContextPack(MemorySearch):
+    """memory.search's scope and filters, and the pack's budget. Never a model call: no budget, HyDE or reranker to
+    ask for (the search runs as `fast`)."""
+
+    query = String(max_chars=4000, allow_empty=False, help_text="The task or question the evidence is for.")
+    top_k = Integer(min_value=1, max_value=100, required=False, help_text="Hits considered, default 20.")
+    max_tokens = Integer(
+        min_value=32,
+        max_value=32_000,
+        default=1000,
+        help_text="The block's budget, counted as four characters a token or one a word or mark where that is more.",
+    )
+    paging = page = render = bodies = body_budget_tokens = explain = None
+    retrieval_budget = hyde = rerank = None
+    rules = READ_SCOPE_RULES  # query is required
+
+
 class MemorySearchTrace(MemorySearch):
     """memory.search's fields; a trace explains one query, so there is one."""
 

@@ -448,6 +448,66 @@ class SearchQueryOut(SearchOut):
     hits = SearchQueryHitOut(many=True)
 
 
+class PackedLineOut(serializers.Serializer):
+    memory_key = serializers.CharField()
+    namespace = serializers.CharField()
+    session_id = serializers.CharField()
+    truncated = serializers.BooleanField(help_text="Cut to the room the budget left.")
+
+
+class ContextPackOut(serializers.Serializer):
+    context = serializers.CharField(
+        help_text="The block: the verdict first, then a line per memory, best first: [key] date text."
+    )
+    tokens = serializers.IntegerField(help_text="The block's tokens, as max_tokens counts them: never more.")
+    max_tokens = serializers.IntegerField()
+    memory_keys = serializers.ListField(child=serializers.CharField(), help_text="The keys the block cites, in order.")
+    lines = PackedLineOut(many=True)
+    left_out = serializers.IntegerField(help_text="Hits found but not packed: over the budget, or said already.")
+    abstain = serializers.BooleanField()
+    abstain_code = serializers.CharField(allow_null=True)
+    abstain_reason = serializers.CharField(allow_null=True)
+    retrieval_risk = serializers.CharField()
+    pending_extraction = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())
+    trace_id = serializers.CharField()
+
+
+class GroundingOut(serializers.Serializer):
+    memory_key = serializers.CharField()
+    namespace = serializers.CharField()
+    excerpt = serializers.CharField()
+    dated = serializers.DateTimeField(help_text="valid_at, else when it was written.")
+    cited = serializers.BooleanField(help_text="The answer cites it.")
+    contradicts = serializers.ListField(child=serializers.CharField())
+
+
+class UnknownOut(serializers.Serializer):
+    kind = serializers.CharField(help_text="abstain, contradiction, pending_extraction or weak_evidence")
+    detail = serializers.CharField()
+    memory_keys = serializers.ListField(child=serializers.CharField())
+
+
+class ReadNextOut(serializers.Serializer):
+    op = serializers.CharField()
+    arguments = serializers.DictField()
+    why = serializers.CharField()
+
+
+class BriefOut(serializers.Serializer):
+    answer = serializers.CharField(allow_null=True, help_text="memory.ask's answer; null for evidence only.")
+    source = serializers.CharField(help_text="As memory.ask's: synthesized, retrieval_only, abstained, record, ...")
+    grounding = GroundingOut(many=True, help_text="The evidence, best first.")
+    unknowns = UnknownOut(many=True, help_text="What memory does not know, or not for certain.")
+    read_next = ReadNextOut(many=True, help_text="Ops worth calling next, with their arguments.")
+    abstain = serializers.BooleanField()
+    abstain_code = serializers.CharField(allow_null=True)
+    retrieval_risk = serializers.CharField()
+    pending_extraction = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())
+    trace_id = serializers.CharField()
+
+
 class AskOut(serializers.Serializer):
     answer = serializers.CharField(
         allow_null=True, help_text="The synthesised answer, citing [memory_key]; null unless source is synthesized."
@@ -465,6 +525,9 @@ class AskOut(serializers.Serializer):
     abstain_reason = serializers.CharField(allow_null=True)
     retrieval_confidence = serializers.FloatField()
     retrieval_risk = serializers.CharField()
+    pending_extraction = serializers.IntegerField(
+        help_text="Deferred extractions queued for this scope: a thin answer may not be evidence of absence."
+    )
     superseded_dropped = serializers.IntegerField(
         help_text="Retired values of the window's keys kept out of synthesis."
     )

@@ -25,7 +25,7 @@ from retrieval.gates import calibration, thresholds
 from retrieval.ingest import conversation, digests, entities, records, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.search import ask, service, trace, usage
+from retrieval.search import ask, brief, pack, service, trace, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, conflict_decisions, extraction_queue, namespaces, reads
 from retrieval.store.clickhouse import ClickHouseUnavailable
@@ -526,6 +526,36 @@ class MemoryAsk(OpView):
 
     def run(self, scope, data):
         return self.answer(ask.ask(scope, ask.AskRequest.of(data), run_id=data.get("run_id", ""), op=self.called_as))
+
+
+class ContextPack(OpView):
+    """The best evidence for a task as one block that fits a token budget, each line cited by key, the verdict at
+    the top; never a model call."""
+
+    op = "context.pack"
+    request_serializer = inputs.ContextPack
+    response_serializer = outputs.ContextPackOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
+    example = {"query": "Prepare the Acme renewal call", "max_tokens": 300}
+
+    def run(self, scope, data):
+        request = pack.PackRequest(SearchRequest.of(data), data["max_tokens"])
+        return self.answer(pack.pack(scope, request, op=self.called_as, run_id=data.get("run_id", "")))
+
+
+class MemoryBrief(OpView):
+    """Orientation on a task: memory's answer, its grounding, what memory does not know, and what to read next;
+    evidence only (no model call) with allow_synthesis=false or LOOM_READS_LLM_FREE."""
+
+    op = "memory.brief"
+    request_serializer = inputs.MemoryAsk
+    response_serializer = outputs.BriefOut
+    refusals = ("TOO_MANY_ITEMS", "INVALID_KEY", *EMBEDS)
+    example = {"query": "Prepare the Acme renewal call", "allow_synthesis": False}
+
+    def run(self, scope, data):
+        request = ask.AskRequest.of(data)
+        return self.answer(brief.brief(scope, request, op=self.called_as, run_id=data.get("run_id", "")))
 
 
 class MemorySearchTrace(OpView):

@@ -40,6 +40,8 @@ OPS = (
     "memory.related",
     "memory.recall",
     "memory.ask",
+    "memory.brief",
+    "context.pack",
     "extraction.list",
     "calibration.get",
     "eval.set_list",
@@ -61,7 +63,7 @@ HELD = {
     op
     for op in OPS
     if op.startswith("memory.") and op not in ("memory.search_trace_log", "memory.set", "memory.set_from_messages")
-}
+} | {"context.pack"}
 USERS = ("u0", "u1")
 # The ops an MCP tool runs (memory.search is not one: its tool is loom_search, search.query, drawn for it).
 TOOL_OF = {tool.op: tool.name for tool in tools.TOOLS.values()} | {"memory.search": "loom_search"}
@@ -102,6 +104,8 @@ def body_of(op: str, org: str, namespace: str) -> dict:
         "memory.related": {"memory_key": key(org, namespace, 0)},
         "memory.recall": {"memory_key": key(org, namespace, 0)},
         "memory.ask": {"query": "when is the lighthouse maintained?", "llm_cache": True},
+        "memory.brief": {"query": "when is the lighthouse maintained?", "allow_synthesis": False},
+        "context.pack": {"query": "lighthouse maintenance schedule", "max_tokens": 4000, "min_similarity": 0},
         "calibration.get": {},
         "extraction.list": {},
         "memory.set": {"memory_key": f"probe-{uuid.uuid4().hex}", "value": "a lighthouse note, by the probe"},

@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_server.tools import TOOLS
 from tenancy.models import Membership
 from tests.conftest import Reply
 
@@ -86,6 +87,8 @@ def test_tools_list_names_each_tool_with_its_intent_and_the_schema_rest_publishe
     assert names[0] == "loom_search"
     assert set(names) == {
         "loom_search",
+        "context_pack",
+        "memory_brief",
         "memory_ask",
         "memory_get",
         "memory_recall",
@@ -133,6 +136,26 @@ def test_loom_search_abstains_where_rest_does(door):
     assert found["abstain"] is True and found["abstain_code"]
     assert found["abstain_code"] == rest(base, "search.query", body, token).json["abstain_code"]
     assert found["pending_extraction"] == 0 and found["retrieval_risk"] == "abstain"
+
+
+READS = [
+    ("memory_get", {"memory_key": "customer.acme.contact", "history": True}),
+    ("memory_ask", {"query": "Who is the Acme contact?", "allow_synthesis": False}),
+    ("memory_ask", {"query": "Who is the Acme contact?", "llm_cache": False}),  # (the fake LLM: one answer)
+    ("context_pack", {"query": "Who is the Acme contact?", "max_tokens": 64}),
+    ("memory_brief", {"query": "When do production deploys happen?", "allow_synthesis": False}),
+    ("memory_recall", {"session_id": "nobody"}),
+    ("loom_search", {"query": "What is the boiling point of liquid nitrogen?"}),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), READS, ids=[f"{name}-{i}" for i, (name, _) in enumerate(READS)])
+def test_a_read_tool_answers_what_its_op_answers(door, name, arguments):
+    url, base, token = door
+    over_mcp = tool(url, token, name, arguments)
+    over_rest = rest(base, TOOLS[name].op, arguments, token)
+    assert over_mcp.is_error is (over_rest.status >= 400)
+    assert without_timing(over_mcp.structured_content) == without_timing(over_rest.json)
 
 
 def test_every_tool_answers_as_its_op(door):
@@ -203,6 +226,20 @@ def test_the_door_refuses_a_missing_or_wrong_token_with_the_envelope(door):
         assert refused.value.code == 401
         assert refused.value.headers["WWW-Authenticate"] == 'Bearer realm="loom"'
         assert json.loads(refused.value.read())["error"]["code"] == code
+
+
+def test_the_door_refuses_a_body_over_the_limit_with_the_envelope(door, settings):
+    url, base, token = door
+    settings.LOOM_REQUEST_MAX_BYTES = settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    call["params"] = {"name": "memory_set", "arguments": {"memory_key": "big", "value": "x" * 2000}}
+    request = urllib.request.Request(url, data=json.dumps(call).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Bearer {token}")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 413 and json.loads(refused.value.read())["error"]["code"] == "BODY_TOO_LARGE"
+    assert rest(base, "memory.get", {"memory_key": "big"}, token).error == "MEMORY_NOT_FOUND"
 
 
 def test_another_orgs_token_sees_nothing_and_a_viewer_cannot_write(door, bob, alice):

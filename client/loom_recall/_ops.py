@@ -21,6 +21,7 @@ class AskOut(TypedDict):
     abstain_reason: str | None
     retrieval_confidence: float
     retrieval_risk: str
+    pending_extraction: int
     superseded_dropped: int
     stale_sentences_masked: int
     external_excluded: int
@@ -54,6 +55,20 @@ class AuditList(TypedDict, total=False):
 class AuditListOut(TypedDict):
     org: str
     entries: list[AuditEntryOut]
+
+
+class BriefOut(TypedDict):
+    answer: str | None
+    source: str
+    grounding: list[GroundingOut]
+    unknowns: list[UnknownOut]
+    read_next: list[ReadNextOut]
+    abstain: bool
+    abstain_code: str | None
+    retrieval_risk: str
+    pending_extraction: int
+    degraded: list[str]
+    trace_id: str
 
 
 class CalibrationOut(TypedDict):
@@ -113,6 +128,63 @@ class ConflictDecisionOut(TypedDict):
     reason: str
     model: str
     decided_at: str
+
+
+class ContextPack(TypedDict, total=False):
+    """memory.search's scope and filters, and the pack's budget. Never a model call: no budget, HyDE or reranker to
+    ask for (the search runs as `fast`)."""
+
+    org: str
+    namespace: str
+    search_mode: Literal["semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
+    recipe: Literal["fast", "balanced", "quality", "verbatim", "code", "temporal", "graph"]
+    alpha: float
+    query: Required[str]
+    top_k: int
+    agent: str
+    memory_type: Literal["fact", "preference", "event", "observation", "instruction", "turn", "reflection"]
+    tags: list[str]
+    tags_soft: list[str]
+    category: str
+    category_soft: str
+    demote_tags: list[str]
+    entity_filter: list[str]
+    user_id: str
+    session_id: str
+    run_id: str
+    read_scope: Literal["own_user", "own_session"]
+    namespace_scope: Literal["this", "all_mine"]
+    exclude_keys: list[str]
+    include_duplicates: bool
+    include_superseded: bool
+    include_proposed: bool
+    as_of: str
+    as_of_basis: Literal["valid_time", "knowledge_time"]
+    observation_date: str
+    min_similarity: float
+    floor_mode: Literal["readmit", "ids_only", "drop"]
+    personalization: Literal["default", "none"]
+    confidence_weight: float
+    recency_pool_weight: float
+    reinforcement_weight: float
+    chunk_max_share: float
+    max_tokens: int
+
+
+class ContextPackOut(TypedDict):
+    context: str
+    tokens: int
+    max_tokens: int
+    memory_keys: list[str]
+    lines: list[PackedLineOut]
+    left_out: int
+    abstain: bool
+    abstain_code: str | None
+    abstain_reason: str | None
+    retrieval_risk: str
+    pending_extraction: int
+    degraded: list[str]
+    trace_id: str
 
 
 class ConversationOut(TypedDict):
@@ -341,6 +413,15 @@ class FactOut(TypedDict):
     value: str
     memory_type: str
     source_keys: list[str]
+
+
+class GroundingOut(TypedDict):
+    memory_key: str
+    namespace: str
+    excerpt: str
+    dated: str
+    cited: bool
+    contradicts: list[str]
 
 
 class HealthOut(TypedDict):
@@ -804,10 +885,23 @@ class OutcomeOut(TypedDict):
     outcome: str
 
 
+class PackedLineOut(TypedDict):
+    memory_key: str
+    namespace: str
+    session_id: str
+    truncated: bool
+
+
 class ProviderOut(TypedDict):
     provider: str
     model: str
     dim: NotRequired[int]
+
+
+class ReadNextOut(TypedDict):
+    op: str
+    arguments: dict[str, Any]
+    why: str
 
 
 class RecallOut(TypedDict):
@@ -1249,6 +1343,12 @@ class TraceLogRowOut(TypedDict):
     stage_ms: dict[str, float]
 
 
+class UnknownOut(TypedDict):
+    kind: str
+    detail: str
+    memory_keys: list[str]
+
+
 class WriteResultOut(TypedDict):
     memory_key: str
     agent: str
@@ -1271,6 +1371,7 @@ IN_NAMESPACE = frozenset(
     [
         "calibration.get",
         "calibration.run",
+        "context.pack",
         "entity_summary.delete",
         "entity_summary.set",
         "eval.run",
@@ -1281,6 +1382,7 @@ IN_NAMESPACE = frozenset(
         "extraction.list",
         "extraction.retry",
         "memory.ask",
+        "memory.brief",
         "memory.bulk_get",
         "memory.delete",
         "memory.get",
@@ -1366,9 +1468,17 @@ class Ops:
         """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
         return self._op("search.query", dict(body))
 
+    def context_pack(self, **body: Unpack[ContextPack]) -> ContextPackOut:
+        """context.pack: The best evidence for a task as one block that fits a token budget, each line cited by key, the verdict at…"""
+        return self._op("context.pack", dict(body))
+
     def memory_ask(self, **body: Unpack[MemoryAsk]) -> AskOut:
         """memory.ask: Answer a question from memory, citing the memories it used; or say memory does not hold it."""
         return self._op("memory.ask", dict(body))
+
+    def memory_brief(self, **body: Unpack[MemoryAsk]) -> BriefOut:
+        """memory.brief: Orientation on a task: memory's answer, its grounding, what memory does not know, and what to read next;…"""
+        return self._op("memory.brief", dict(body))
 
     def memory_search_trace(self, **body: Unpack[MemorySearchTrace]) -> SearchTraceOut:
         """memory.search_trace: A search with every leg's candidates and the ranking's inputs, for debugging."""
@@ -1513,9 +1623,17 @@ class AsyncOps:
         """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
         return await self._op("search.query", dict(body))
 
+    async def context_pack(self, **body: Unpack[ContextPack]) -> ContextPackOut:
+        """context.pack: The best evidence for a task as one block that fits a token budget, each line cited by key, the verdict at…"""
+        return await self._op("context.pack", dict(body))
+
     async def memory_ask(self, **body: Unpack[MemoryAsk]) -> AskOut:
         """memory.ask: Answer a question from memory, citing the memories it used; or say memory does not hold it."""
         return await self._op("memory.ask", dict(body))
+
+    async def memory_brief(self, **body: Unpack[MemoryAsk]) -> BriefOut:
+        """memory.brief: Orientation on a task: memory's answer, its grounding, what memory does not know, and what to read next;…"""
+        return await self._op("memory.brief", dict(body))
 
     async def memory_search_trace(self, **body: Unpack[MemorySearchTrace]) -> SearchTraceOut:
         """memory.search_trace: A search with every leg's candidates and the ranking's inputs, for debugging."""

@@ -4,6 +4,7 @@ The embedded engine has no `stem()`, so terms are stemmed here at write time
 and at query time with the same function, and stored stemmed.
 """
 
+import math
 import re
 from collections import Counter
 from functools import lru_cache
@@ -68,3 +69,25 @@ _FENCE = re.compile(r"</?\s*(memories|conversation|computed|note)\b[^>]*>", re.I
 def fenced(content: str) -> str:
     """Text inside a fence cannot close it: a stored memory must not pose as the prompt around it."""
     return _FENCE.sub(lambda m: f"({m.group(1)})", content)
+
+
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+def token_count(text: str) -> int:
+    """Tokens as the service counts them against a budget (context.pack's max_tokens): four characters a token, or
+    one a word or mark where that is more. No model's tokenizer ships with the service (the local embedder's counts
+    word pieces of its own); this is the common estimate, made conservative for short words and punctuation."""
+    return max(math.ceil(len(text) / 4), len(_PIECE.findall(text)))
+
+
+def cut_to_tokens(text: str, tokens: int, mark: str = "…") -> str:
+    """The longest prefix of `text` that, with `mark` after it, counts at most `tokens` ("" if none does)."""
+    low, high = 0, len(text)
+    while low < high:  # a prefix counts no fewer tokens than a shorter one: the longest that fits is found by halves
+        middle = (low + high + 1) // 2
+        if token_count(text[:middle].rstrip() + mark) <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low].rstrip() + mark if low else ""

@@ -147,6 +147,7 @@ def _answer(found: SearchResult, source: str) -> dict:
         "abstain_reason": found.abstain_reason,
         "retrieval_confidence": found.retrieval_confidence,
         "retrieval_risk": found.retrieval_risk,
+        "pending_extraction": found.pending_extraction,
         "superseded_dropped": 0,
         "stale_sentences_masked": 0,
         "external_excluded": 0,
