@@ -111,9 +111,12 @@ def test_a_missing_token_is_a_clear_error(monkeypatch):
         Client("http://127.0.0.1:9")
 
 
-def test_the_readme_quick_start_prints_what_it_shows(server, monkeypatch, capsys):
-    section = (ROOT / "README.md").read_text().split("## From Python")[1]
-    code, printed = section.split("```python\n")[1].split("```")[0], section.split("prints\n\n```\n")[1].split("```")[0]
+def test_the_readme_examples_print_what_they_show(server, monkeypatch, capsys):
+    section = (ROOT / "README.md").read_text().split("## From Python")[1].split("\n## ")[0]
+    codes = [block.split("```")[0] for block in section.split("```python\n")[1:]]
+    printed = [block.split("```")[0] for block in section.split("prints\n\n```\n")[1:]]
+    assert len(codes) == len(printed) == 2  # Client, then Agent
     monkeypatch.setenv("LOOM_URL", server)
-    exec(compile(code, "README.md", "exec"), {})
-    assert capsys.readouterr().out == printed
+    for code, shown in zip(codes, printed):
+        exec(compile(code, "README.md", "exec"), {})
+        assert capsys.readouterr().out == shown
