@@ -3,8 +3,8 @@
 The transport is ASGI; the site is WSGI (gunicorn's threads). The SDK app runs stateless with JSON answers (each
 POST carries one call and gets its answer: nothing to hold between requests, any worker may serve any call) on
 one event loop per process, which a2wsgi bridges to this view. The door refuses a request without a valid bearer
-token before the SDK sees it (401 and the envelope, as /v1 does); each tool call then runs as its op with that
-token (`dispatch`): the same tenancy, roles, rate limits and audit.
+token, and a body over LOOM_REQUEST_MAX_BYTES, before the SDK sees it (the envelope, as /v1 answers); each tool
+call then runs as its op with that token (`dispatch`): the same tenancy, roles, rate limits and audit.
 """
 
 import asyncio
@@ -12,6 +12,7 @@ import io
 import threading
 
 from a2wsgi import ASGIMiddleware
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.context import ServerRequestContext
@@ -70,12 +71,13 @@ def endpoint(request: HttpRequest) -> HttpResponse:
     try:
         if BearerTokenAuthentication().authenticate(request) is None:
             raise NotAuthenticated()
-    except (NotAuthenticated, AuthenticationFailed) as exc:
+        body = request.body  # (LOOM_REQUEST_MAX_BYTES holds here as for /v1)
+    except (NotAuthenticated, AuthenticationFailed, RequestDataTooBig) as exc:
         refusal = refusal_of(exc)
         refused = JsonResponse(refusal.to_envelope(), status=refusal.status)
-        refused["WWW-Authenticate"] = 'Bearer realm="loom"'
+        if refusal.status == 401:
+            refused["WWW-Authenticate"] = 'Bearer realm="loom"'
         return refused
-    body = request.body  # (LOOM_REQUEST_MAX_BYTES holds here as for /v1)
     environ = {**request.environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
     environ["PATH_INFO"], environ["SCRIPT_NAME"] = "/mcp", ""
     started = []

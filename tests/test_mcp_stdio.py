@@ -65,7 +65,8 @@ def test_a_desktop_client_writes_searches_and_is_refused_by_field(served):
         refused = await client.call_tool("loom_search", {"query": "editor", "top_k": 0})
         return listed, written, found, unknown, refused
 
-    listed, written, found, unknown, refused = over_stdio(env, token, ["--namespace", namespace], calls)
+    deployed = {**env, "LOOM_ALLOWED_HOSTS": "memory.example.test"}  # a deployment that allows only its own name
+    listed, written, found, unknown, refused = over_stdio(deployed, token, ["--namespace", namespace], calls)
     assert listed[0] == "loom_search" and "memory_set" in listed
     assert written.structured_content["outcome"] == "created"
     assert found.structured_content["hits"][0]["memory_key"] == "pref.editor"

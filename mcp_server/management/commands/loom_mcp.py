@@ -2,6 +2,7 @@
 commands (Claude Desktop, IDE agents). Every call runs with this token, as over HTTP."""
 
 import anyio
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args, token: str, namespace: str | None, **options):
         if ApiToken.verify(token) is None:
             raise CommandError("the token is invalid or has been revoked")
-        caller = dispatch.Caller(token=token, remote_addr="stdio", namespace=namespace)
+        caller = dispatch.Caller(token=token, host=_host(), remote_addr="stdio", namespace=namespace)
         # On the embedded engine this process owns the data, as make run's server would: it embeds stubs and runs
         # deferred extractions too (LOOM_EMBEDDING_WORKER).
         embed_pending.start_worker()
@@ -31,3 +32,9 @@ class Command(BaseCommand):
                 await mcp.run(read, write, mcp.create_initialization_options())
 
         anyio.run(serve)
+
+
+def _host() -> str:
+    """A name LOOM_ALLOWED_HOSTS allows, for the calls' Host: they are this process's own requests."""
+    named = [host.lstrip(".") for host in settings.ALLOWED_HOSTS if host != "*"]
+    return named[0] if named else "localhost"
