@@ -3,8 +3,8 @@ syntax (the input schema carries that). Whether an agent writes memory at all is
 
 LOOM_SEARCH = (
     "Search long-term memory before you answer anything that depends on what was said, decided or learned in "
-    "earlier sessions: facts, preferences, events, conversation turns and session digests, ranked together (each "
-    "hit names its plane). Read `abstain` first: true means memory does not know (branch on `abstain_code`, never "
+    "earlier sessions: facts, preferences, events, conversation turns, session digests, entity summaries and "
+    "records, ranked together (each hit names its plane). Read `abstain` first: true means memory does not know (branch on `abstain_code`, never "
     "on the prose), so say so rather than guess. `retrieval_risk` grades how far to trust the hits; "
     "`pending_extraction` > 0 means a conversation is still being read, so a thin answer is not evidence of "
     "absence. Pass `next` back as `page` for more hits."

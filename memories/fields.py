@@ -161,18 +161,23 @@ def _range(value, minimum, maximum):
 
 
 class StringList(Typed):
-    """A list of non-empty plain strings; duplicates dropped, order kept."""
+    """A list of non-empty plain strings (of `choices`, when given); duplicates dropped, order kept."""
 
-    def __init__(self, *, max_items, max_chars=256, **kwargs):
-        self.max_items, self.max_chars = max_items, max_chars
+    def __init__(self, *, max_items, max_chars=256, choices=None, **kwargs):
+        self.max_items, self.max_chars, self.choices = max_items, max_chars, choices
         super().__init__(**kwargs)
+
+    def _item(self) -> String:
+        if self.choices:
+            return Choice(self.choices, max_chars=self.max_chars, allow_empty=False, plain=True)
+        return String(max_chars=self.max_chars, allow_empty=False, plain=True)
 
     def to_internal_value(self, data):
         if not isinstance(data, list):
             raise _type_error("a list of strings")
         if len(data) > self.max_items:
             raise ValidationError(f"must hold at most {self.max_items} entries", code="max_length")
-        item = String(max_chars=self.max_chars, allow_empty=False, plain=True)
+        item = self._item()
         seen = []
         for index, value in enumerate(data):
             try:
@@ -187,8 +192,7 @@ class StringList(Typed):
         return list(value)
 
     def json_schema(self):
-        item = String(max_chars=self.max_chars, allow_empty=False, plain=True).json_schema()
-        return {"type": "array", "items": item, "maxItems": self.max_items}
+        return {"type": "array", "items": self._item().json_schema(), "maxItems": self.max_items}
 
 
 class StringMap(Typed):

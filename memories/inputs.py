@@ -27,7 +27,7 @@ from retrieval.evaluation import sets
 from retrieval.ingest import sensitivity
 from retrieval.ingest.conversation import ROLES
 from retrieval.ingest.write import MEMORY_TYPES, SOURCE_CLASSES
-from retrieval.search import rerank
+from retrieval.search import planes, rerank
 from tenancy.models import NAME_PATTERN, NAME_RULE
 
 MAX_BATCH = 500
@@ -430,9 +430,16 @@ class MemorySearch(OpInput, HowToSearch):
 
 
 class SearchQuery(MemorySearch):
-    """memory.search's fields, always paged: an agent reads a window and asks for the next (`next` -> page=)."""
+    """memory.search's fields, always paged (an agent reads a window and asks for the next: `next` -> page=), and
+    the planes to search."""
 
     paging = None
+    planes = StringList(
+        max_items=4,
+        choices=planes.PLANES,
+        required=False,
+        help_text="Of memory, session, entity and record; default every one.",
+    )
 
 
 class ContextPack(MemorySearch):

@@ -340,7 +340,11 @@ class SearchHitOut(serializers.Serializer):
     similarity = serializers.FloatField(help_text="Cosine to the query in [0, 1]; no boost is added to it.")
     rank_score = serializers.FloatField(help_text="What the window is sorted by.")
     below_threshold = serializers.BooleanField()
-    source = serializers.CharField(help_text="fact, chunk or summary (a session's digest)")
+    source = serializers.CharField(help_text="fact, chunk, summary (a session's digest); search.query: entity, record")
+    plane = serializers.CharField(
+        help_text="memory (a stored row) or session (a session's digest); search.query also entity (an entity's "
+        "summary) and record (a typed record)"
+    )
     parent_memory_key = serializers.CharField(allow_null=True)
     source_keys = serializers.ListField(
         child=serializers.CharField(),
@@ -359,15 +363,8 @@ class SearchHitOut(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField())
     entities = serializers.ListField(child=serializers.CharField())
     valid_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField(allow_null=True, help_text="null for a record (search.query)")
     score_components = serializers.DictField(child=serializers.FloatField())
-
-
-class SearchQueryHitOut(SearchHitOut):
-    plane = serializers.SerializerMethodField(help_text="memory (a stored row) or session (a session's digest)")
-
-    def get_plane(self, hit) -> str:
-        return "session" if hit["source"] == "summary" else "memory"
 
 
 class ComputedFromOut(serializers.Serializer):
@@ -442,10 +439,6 @@ class SearchOut(serializers.Serializer):
         "rounds, LLM calls, and why it did not run), retrieval_cost_estimate, and vector_read (clickhouse, mirror, "
         "codes or bits: how the vector leg read)."
     )
-
-
-class SearchQueryOut(SearchOut):
-    hits = SearchQueryHitOut(many=True)
 
 
 class PackedLineOut(serializers.Serializer):

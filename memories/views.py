@@ -25,7 +25,7 @@ from retrieval.gates import calibration, thresholds
 from retrieval.ingest import conversation, digests, entities, records, write
 from retrieval.providers import costs, customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.search import ask, brief, pack, service, trace, usage
+from retrieval.search import ask, brief, pack, planes, service, trace, usage
 from retrieval.search.plan import SearchRequest
 from retrieval.store import audit, conflict_decisions, extraction_queue, namespaces, reads
 from retrieval.store.clickhouse import ClickHouseUnavailable
@@ -503,16 +503,16 @@ class MemorySearch(OpView):
 
 
 class SearchQuery(MemorySearch):
-    """Search what memory holds in one call: stored memories and session digests ranked together, each hit naming
-    its plane; always paged. The MCP tool loom_search is this op."""
+    """Search what memory holds in one call: memories, session digests, entity summaries and records ranked
+    together, each hit naming its plane; always paged. The MCP tool loom_search is this op."""
 
     op = "search.query"
     request_serializer = inputs.SearchQuery
-    response_serializer = outputs.SearchQueryOut
+    response_serializer = outputs.SearchOut
     example = {"query": "What did Dana ask about the renewal?", "top_k": 5}
 
     def run(self, scope, data):
-        return super().run(scope, {**data, "paging": True})
+        return super().run(scope, {**data, "paging": True, "planes": frozenset(data.get("planes") or planes.PLANES)})
 
 
 class MemoryAsk(OpView):

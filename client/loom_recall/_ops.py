@@ -1075,6 +1075,7 @@ class SearchHitOut(TypedDict):
     rank_score: float
     below_threshold: bool
     source: str
+    plane: str
     parent_memory_key: str | None
     source_keys: list[str]
     contradicts: list[str]
@@ -1087,7 +1088,7 @@ class SearchHitOut(TypedDict):
     tags: list[str]
     entities: list[str]
     valid_at: str | None
-    created_at: str
+    created_at: str | None
     score_components: dict[str, float]
 
 
@@ -1121,7 +1122,8 @@ class SearchOut(TypedDict):
 
 
 class SearchQuery(TypedDict, total=False):
-    """memory.search's fields, always paged: an agent reads a window and asks for the next (`next` -> page=)."""
+    """memory.search's fields, always paged (an agent reads a window and asks for the next: `next` -> page=), and
+    the planes to search."""
 
     org: str
     namespace: str
@@ -1165,65 +1167,7 @@ class SearchQuery(TypedDict, total=False):
     reinforcement_weight: float
     chunk_max_share: float
     rerank: str
-
-
-class SearchQueryHitOut(TypedDict):
-    memory_key: str
-    namespace: str
-    agent: str
-    session_id: str
-    version: int
-    content_excerpt: str
-    value: str | None
-    body_truncated: bool
-    similarity: float
-    rank_score: float
-    below_threshold: bool
-    source: str
-    parent_memory_key: str | None
-    source_keys: list[str]
-    contradicts: list[str]
-    chunk_index: int | None
-    status: str
-    superseded_by: int | None
-    source_class: str
-    verified: bool
-    memory_type: str
-    tags: list[str]
-    entities: list[str]
-    valid_at: str | None
-    created_at: str
-    score_components: dict[str, float]
-    plane: str
-
-
-class SearchQueryOut(TypedDict):
-    hits: list[SearchQueryHitOut]
-    abstain: bool
-    abstain_code: str | None
-    abstain_reason: str | None
-    retrieval_confidence: float
-    retrieval_risk: str
-    candidates_total: int
-    namespaces_searched: list[str]
-    namespaces_skipped: list[str]
-    pending_extraction: int
-    degraded: list[str]
-    next: str | None
-    search_mode: str
-    mode_source: str
-    recipe: str | None
-    retrieval_budget: str
-    thresholds: dict[str, Any]
-    query_entities: list[str]
-    notes: list[str]
-    computed: list[ComputedOut]
-    records: list[RecordOut]
-    latency_ms: float
-    stage_ms: dict[str, float]
-    trace_id: str
-    reader_block: str | None
-    retrieval_work: dict[str, Any]
+    planes: list[Literal["memory", "session", "entity", "record"]]
 
 
 class SearchTraceLog(TypedDict, total=False):
@@ -1464,8 +1408,8 @@ class Ops:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
         return self._op("memory.search", dict(body))
 
-    def search_query(self, **body: Unpack[SearchQuery]) -> SearchQueryOut:
-        """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
+    def search_query(self, **body: Unpack[SearchQuery]) -> SearchOut:
+        """search.query: Search what memory holds in one call: memories, session digests, entity summaries and records ranked…"""
         return self._op("search.query", dict(body))
 
     def context_pack(self, **body: Unpack[ContextPack]) -> ContextPackOut:
@@ -1619,8 +1563,8 @@ class AsyncOps:
         """memory.search: Search memories: ranked hits with their score components, or an explicit abstain with its code."""
         return await self._op("memory.search", dict(body))
 
-    async def search_query(self, **body: Unpack[SearchQuery]) -> SearchQueryOut:
-        """search.query: Search what memory holds in one call: stored memories and session digests ranked together, each hit naming…"""
+    async def search_query(self, **body: Unpack[SearchQuery]) -> SearchOut:
+        """search.query: Search what memory holds in one call: memories, session digests, entity summaries and records ranked…"""
         return await self._op("search.query", dict(body))
 
     async def context_pack(self, **body: Unpack[ContextPack]) -> ContextPackOut:

@@ -132,20 +132,45 @@ _ANY_MODEL = ""
 
 def nearest(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[str]:
     """The entities (lowercased) whose summary is closest to the query, at least `floor`, best first."""
-    rows = clickhouse.query_rows(
+    return [row["entity"] for row in _nearest_versions(org, namespaces, model, vector, floor, limit)]
+
+
+def nearest_summaries(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[dict]:
+    """The live summaries closest to the query, at least `floor`, best first (one an entity: its namespace's whose
+    vector is nearest), each with namespace, entity, version, name, summary, updated_at and `sim`."""
+    nearest_rows = _nearest_versions(org, namespaces, model, vector, floor, limit)
+    if not nearest_rows:
+        return []
+    stated = clickhouse.query(
         """
-        SELECT v.entity, max(dotProduct(v.vector, {q:Array(Float32)})) AS sim
+        SELECT namespace, entity, version, name, summary, updated_at FROM entity_summaries FINAL
+        WHERE org = {org:String} AND (namespace, entity, version) IN {ids:Array(Tuple(String, String, UInt64))}
+        """,
+        {"org": org, "ids": [(row["namespace"], row["entity"], row["version"]) for row in nearest_rows]},
+    )
+    text = {(row["namespace"], row["entity"], row["version"]): row for row in stated}
+    return [
+        {**text[key], "sim": row["sim"]}
+        for row in nearest_rows
+        if (key := (row["namespace"], row["entity"], row["version"])) in text
+    ]
+
+
+def _nearest_versions(org: str, namespaces: list[str], model: str, vector, floor: float, limit: int) -> list[dict]:
+    return clickhouse.query(
+        """
+        SELECT v.namespace AS namespace, v.entity AS entity, v.version AS version,
+               dotProduct(v.vector, {q:Array(Float32)}) AS sim
         FROM entity_vectors AS v FINAL
         WHERE v.org = {org:String} AND v.namespace IN {namespaces:Array(String)} AND v.embedding_model = {model:String}
           AND (v.namespace, v.entity, v.version) IN (
               SELECT namespace, entity, version FROM entity_summaries FINAL
               WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND status = 'active'
                 AND sensitivity != 'high')
-        GROUP BY v.entity
-        HAVING sim >= {floor:Float64}
-        ORDER BY sim DESC, v.entity
+          AND sim >= {floor:Float64}
+        ORDER BY sim DESC, v.entity, v.namespace
+        LIMIT 1 BY v.entity
         LIMIT {limit:UInt32}
         """,
         {"org": org, "namespaces": namespaces, "model": model, "q": vector, "floor": floor, "limit": limit},
     )
-    return [row[0] for row in rows]

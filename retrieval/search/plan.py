@@ -85,6 +85,7 @@ class SearchRequest:
     chunk_max_share: float | None = None
     rerank: str | None = None
     context: str = ""  # memory.ask: the conversation's latest user turn, searched with the query, never logged
+    planes: frozenset[str] = frozenset({"memory", "session"})  # search.query's may add entity and record (planes.py)
 
     @property
     def searched(self) -> str:

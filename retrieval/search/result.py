@@ -176,6 +176,7 @@ def hits(
                 "rank_score": round(c.score, 6),
                 "below_threshold": c.below_threshold,
                 "source": c.source,
+                "plane": "session" if c.source == "summary" else "memory",
                 "parent_memory_key": c.id.memory_key if c.source == "chunk" else None,
                 "source_keys": list(c.sources),
                 "contradicts": list(c.contradicts),

@@ -30,6 +30,7 @@ from retrieval.search import (
     key_axis,
     mentions,
     paging,
+    planes,
     rank,
     reach,
     records,
@@ -165,6 +166,13 @@ def search(
             "vector_read": ctx.vector_read,
         },
     )
+    if request.planes != planes.ROWS:
+        result.hits, answered = planes.served(ctx, result.hits, typed, prepared.floor, request.planes, verdict.abstain)
+        if answered and result.abstain:
+            result.abstain, result.abstain_code, result.abstain_reason, result.retrieval_risk = False, None, None, "low"
+            result.notes.append(
+                "a record answers the question outright (plane record): the rows' abstain does not stand"
+            )
     if request.paging:
         served_ids = {c.id for c in served}
         pool_order = window.shape(order, replace(ctx.plan, top_k=ctx.plan.pool_size), prepared.floor)
