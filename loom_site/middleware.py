@@ -2,17 +2,20 @@
 
 import time
 
+from memories.views import MCP_TOOL
 from retrieval import metrics
 from retrieval.store import audit, clickhouse
 
 
 def request_context(get_response):
     """Each request's ClickHouse statements share one budget (retrieval/store/clickhouse.py `budget`), the changes
-    it makes are audited as coming from its client's address, and an API request is counted and timed by op."""
+    it makes are audited as coming from its client's address (and MCP tool: `mcp:<tool>@<address>`), and an API
+    request is counted and timed by op."""
 
     def middleware(request):
         started = time.perf_counter()
-        with clickhouse.budget(), audit.origin(f"http:{request.META.get('REMOTE_ADDR', '')}"):
+        address, tool = request.META.get("REMOTE_ADDR", ""), request.META.get(MCP_TOOL)
+        with clickhouse.budget(), audit.origin(f"mcp:{tool}@{address}" if tool else f"http:{address}"):
             response = get_response(request)
         if request.path.startswith("/v1/"):
             op = _op(request)

@@ -79,6 +79,7 @@ def endpoint(request: HttpRequest) -> HttpResponse:
             refused["WWW-Authenticate"] = 'Bearer realm="loom"'
         return refused
     environ = {**request.environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
+    environ.setdefault("REMOTE_PORT", "0")  # (a2wsgi names the client only with a port: the audit reads its address)
     environ["PATH_INFO"], environ["SCRIPT_NAME"] = "/mcp", ""
     started = []
     chunks = _started()(environ, lambda status, headers, exc_info=None: started.append((status, headers)))

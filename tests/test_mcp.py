@@ -253,6 +253,16 @@ def test_another_orgs_token_sees_nothing_and_a_viewer_cannot_write(door, bob, al
     assert rest(base, "memory.get", {"memory_key": "pref.x"}, token).error == "MEMORY_NOT_FOUND"
 
 
+def test_a_tool_call_is_audited_as_coming_through_its_tool(door, alice):
+    url, base, token = door
+    secret = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"  # a Stripe live key: stored high, readable by key, audited
+    assert rest(base, "memory.set", {"memory_key": "ops.aws", "value": f"the box has {secret}"}, token).status == 201
+    assert tool(url, token, "memory_get", {"memory_key": "ops.aws"}).structured_content["sensitivity"] == "high"
+    entries = rest(base, "audit.list", {"limit": 10}, alice.token("admin")).json["entries"]
+    [read] = [entry for entry in entries if entry["action"] == "memory.read_sensitive"]
+    assert read["origin"] == "mcp:memory_get@127.0.0.1" and read["detail"]["op"] == "memory.get"
+
+
 def test_the_connection_may_name_the_namespace(door, alice):
     url, base, token = door
     written = tool(url, token, "memory_set", {"memory_key": "pref.lang", "value": "Dana writes Go."}, "team-b")
