@@ -536,7 +536,8 @@ _flusher: threading.Thread | None = None
 
 
 def insert_later(table: str, rows: list[dict[str, Any]]) -> None:
-    """Insert these rows soon, in a batch with others, from a thread of their own."""
+    """Insert these rows soon, in a batch with others, from a thread of their own. A value may be a function of no
+    arguments: it is called then, so work only the stored row needs (a parked page's JSON) is done there too."""
     global _flusher
     with _later_lock:
         _later.setdefault((target(), table), []).extend(rows)
@@ -559,6 +560,7 @@ def _flush() -> None:
         # A block carries one set of columns: rows naming different ones (a column left to its default) go apart.
         blocks: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for row in rows:
+            row = {name: value() if callable(value) else value for name, value in row.items()}
             blocks.setdefault(tuple(row), []).append(row)
         for block in blocks.values():
             try:
