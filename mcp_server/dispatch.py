@@ -5,11 +5,15 @@ code path; what a tool answers is what REST answers for the same body and token.
 import functools
 import io
 import json
+import logging
 from dataclasses import dataclass
 
 from django.core.handlers.wsgi import WSGIHandler
 
 from memories.views import MCP_TOOL
+from retrieval.errors import Refusal
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,4 +75,9 @@ def call(op: str, tool: str, arguments: dict, caller: Caller) -> Answer:
         payload = b"".join(response)
     finally:
         response.close()  # (Django's request_finished: the thread's database connection is released)
-    return Answer(status[0], json.loads(payload))
+    try:
+        return Answer(status[0], json.loads(payload))
+    except ValueError:  # (no op answers so; Django's own error pages, e.g. for a Host it refuses, are not JSON)
+        refused = Refusal("INTERNAL_ERROR", f"the op answered {status[0]} without the envelope; it has been logged")
+        log.error("%s answered %d without the envelope: %.200r", op, status[0], payload)
+        return Answer(refused.status, refused.to_envelope())

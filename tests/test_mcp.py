@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_server import dispatch, server
 from mcp_server.tools import TOOLS
 from tenancy.models import Membership
 from tests.conftest import Reply
@@ -261,6 +262,20 @@ def test_a_tool_call_is_audited_as_coming_through_its_tool(door, alice):
     entries = rest(base, "audit.list", {"limit": 10}, alice.token("admin")).json["entries"]
     [read] = [entry for entry in entries if entry["action"] == "memory.read_sensitive"]
     assert read["origin"] == "mcp:memory_get@127.0.0.1" and read["detail"]["op"] == "memory.get"
+
+
+def test_an_answer_without_the_envelope_is_a_tool_error_not_a_traceback(door):
+    """A Host the site refuses gets Django's own 400 page, not JSON: the tool says so in the envelope's terms."""
+    url, base, token = door
+    mcp = server.build(lambda ctx: dispatch.Caller(token=token, host="evil.example"))
+
+    async def session():
+        async with Client(mcp) as client:
+            return await client.call_tool("memory_get", {"memory_key": "pref.editor"})
+
+    refused = asyncio.run(session())
+    assert refused.is_error and refused.structured_content["error"]["code"] == "INTERNAL_ERROR"
+    assert "answered 400 without the envelope" in refused.content[0].text
 
 
 def test_the_connection_may_name_the_namespace(door, alice):
