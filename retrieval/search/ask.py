@@ -38,7 +38,7 @@ from retrieval.providers import customer, remote
 from retrieval.providers.llm import for_model
 from retrieval.search import records, service, usage
 from retrieval.search.plan import SearchRequest
-from retrieval.search.result import SearchResult
+from retrieval.search.result import SearchResult, shown
 from retrieval.store import reads
 from tenancy.access import Scope
 
@@ -266,7 +266,7 @@ def _prompt(request: AskRequest, evidence: list[dict], computed: list[dict]) -> 
         if hit["contradicts"]:
             marks += " · contradicted by " + ", ".join(_as_data(key) for key in hit["contradicts"])
         session = f" · session {_as_data(hit['session_id'])}" if hit["session_id"] else ""
-        body = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
+        body = shown(hit)
         blocks.append(
             f"[{number}] {_as_data(hit['memory_key'])} · {dated:%Y-%m-%d}{session}{marks}\n"
             f"{_as_data(body[:MEMORY_CHARS])}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from retrieval.language.text import cut_to_tokens, token_count
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
+from retrieval.search.result import shown
 from tenancy.access import Scope
 
 TOP_K = 20  # hits considered: a budget decides how many are packed
@@ -39,7 +40,7 @@ def pack(scope: Scope, request: PackRequest, op: str = "context.pack", run_id: s
     block, lines, said = head, [], set()
     hits = [] if found.abstain else found.hits
     for hit in hits:
-        text = " ".join((hit["value"] if hit["value"] is not None else hit["content_excerpt"]).split())
+        text = " ".join(shown(hit).split())
         if text.lower() in said:
             continue
         line = _line(hit, text)

@@ -17,7 +17,7 @@ from retrieval import knobs
 from retrieval.ingest import entities
 from retrieval.search import records
 from retrieval.search.legs import Context
-from retrieval.search.result import EXCERPT_CHARS
+from retrieval.search.result import excerpt_of
 
 PLANES = ("memory", "session", "entity", "record")
 ROWS = frozenset({"memory", "session"})  # memory.search's
@@ -97,7 +97,7 @@ def _hit(
         "agent": "",
         "session_id": "",
         "version": version,
-        "content_excerpt": text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rstrip() + "…",
+        "content_excerpt": excerpt_of(text),
         "value": None if bodies in ("excerpt", "none") else text,  # (as a row's: the body `bodies` asks for)
         "body_truncated": False,
         "similarity": round(similarity, 6),

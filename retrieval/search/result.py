@@ -152,7 +152,7 @@ def hits(
         row = c.row
         matched = c.chunk["text"] if c.source == "chunk" and c.chunk else row["value"]
         body_mode = "none" if c.below_threshold and floor_mode == "ids_only" else bodies
-        excerpt = "" if body_mode == "none" else _excerpt(matched)
+        excerpt = "" if body_mode == "none" else excerpt_of(matched)
         body = {"full": row["value"], "source": row["value"], "unit": matched}.get(body_mode)
         truncated = False
         if budget is not None:
@@ -196,8 +196,14 @@ def hits(
     return out
 
 
-def _excerpt(text: str) -> str:
+def excerpt_of(text: str) -> str:
+    """A hit's `content_excerpt` of this text: at most EXCERPT_CHARS, cut with `…`."""
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rstrip() + "…"
+
+
+def shown(hit: dict) -> str:
+    """What a hit shows of its text: the body `bodies` asked for, else its excerpt."""
+    return hit["value"] if hit["value"] is not None else hit["content_excerpt"]
 
 
 def _spend(excerpt: str, body: str | None, budget: int):
@@ -218,6 +224,6 @@ def reader_block(result: SearchResult) -> str:
     for number, hit in enumerate(result.hits, 1):
         dated = hit["valid_at"] or hit["created_at"]
         weak = " · below the similarity floor" if hit["below_threshold"] else ""
-        text = hit["value"] if hit["value"] is not None else hit["content_excerpt"]
+        text = shown(hit)
         blocks.append(f"[{number}] {hit['memory_key']} · {dated:%Y-%m-%d}{weak}\n{text}")
     return "\n\n".join(blocks)
