@@ -110,6 +110,7 @@ def generate(doc: dict) -> str:
         for op, method, request, _, _ in ops
         if all("namespace" in components[form]["properties"] for _, form in bodies(method, request, components))
     )
+    out.append(f"# Every op.\nOPS = frozenset({sorted(op for op, *_ in ops)!r})")
     out.append(
         f"# The ops that address a namespace (the others, the token's org).\nIN_NAMESPACE = frozenset({in_namespace!r})"
     )

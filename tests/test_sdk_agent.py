@@ -61,7 +61,7 @@ def loom(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(LOOM), *args], capture_output=True, text=True, timeout=60, env=os.environ.copy())
 
 
-def test_the_command_line_sets_and_searches(server):
+def test_the_command_line_sets_and_searches(server, alice):
     done = loom("memory-set", "deploy.window", "Production deploys run Tuesdays at 10:00 UTC", "--tags", '["deploy"]')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "created"
@@ -70,5 +70,9 @@ def test_the_command_line_sets_and_searches(server):
     assert json.loads(done.stdout)["hits"][0]["memory_key"] == "deploy.window"
     done = loom("memory-get", "deploy.window", "--namespace", "elsewhere")
     assert done.returncode == 1 and done.stderr.startswith("MEMORY_NOT_FOUND: ") and done.stdout == ""
+    # an org-wide op too (it names no namespace)
+    done = loom("org-get-model-calls", "--token", alice.token("admin"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["enabled"] is True
     done = loom("memory-search", "a", "b")
     assert done.returncode == 2 and "memory-search takes query positional arguments" in done.stderr

@@ -1310,6 +1310,48 @@ class WriteResultOut(TypedDict):
     embedding_pending: bool
 
 
+# Every op.
+OPS = frozenset(
+    [
+        "audit.list",
+        "calibration.get",
+        "calibration.run",
+        "context.pack",
+        "entity_summary.delete",
+        "entity_summary.set",
+        "eval.run",
+        "eval.run_get",
+        "eval.run_list",
+        "eval.set_list",
+        "eval.set_upload",
+        "extraction.list",
+        "extraction.retry",
+        "memory.ask",
+        "memory.brief",
+        "memory.bulk_get",
+        "memory.delete",
+        "memory.get",
+        "memory.list",
+        "memory.outcome",
+        "memory.recall",
+        "memory.related",
+        "memory.search",
+        "memory.search_trace",
+        "memory.search_trace_log",
+        "memory.set",
+        "memory.set_from_messages",
+        "memory.timeline",
+        "namespace.register",
+        "org.get_model_calls",
+        "org.set_model_calls",
+        "record.delete",
+        "record.set",
+        "search.query",
+        "session_summary.delete",
+        "session_summary.set",
+    ]
+)
+
 # The ops that address a namespace (the others, the token's org).
 IN_NAMESPACE = frozenset(
     [

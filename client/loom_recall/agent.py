@@ -13,7 +13,7 @@ fields (`result.abstain`, `result.hits[0].memory_key`). Async, over `AsyncClient
 
 from typing import Any
 
-from loom_recall._ops import IN_NAMESPACE
+from loom_recall._ops import OPS
 from loom_recall.client import AsyncClient
 
 # The fields a call may pass by position, in this order; every other field by name.
@@ -67,7 +67,7 @@ class _Family:
 
     def __getattr__(self, name: str):
         op = f"{self._family}.{name}"
-        if op not in IN_NAMESPACE:
+        if op not in OPS:
             raise AttributeError(f"no op {op}")
 
         async def call(*args, **fields) -> Result:

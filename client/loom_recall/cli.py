@@ -13,11 +13,11 @@ import argparse
 import json
 import sys
 
-from loom_recall._ops import IN_NAMESPACE
+from loom_recall._ops import OPS as EVERY_OP
 from loom_recall.agent import POSITIONAL, body_of
 from loom_recall.client import Client, LoomError
 
-OPS = {op.replace(".", "-").replace("_", "-"): op for op in IN_NAMESPACE}
+OPS = {op.replace(".", "-").replace("_", "-"): op for op in EVERY_OP}
 
 
 def _value(text: str):
