@@ -185,7 +185,7 @@ def test_every_tool_answers_as_its_op(door):
     assert [t["value"] for t in got["recall"].structured_content["turns"]] == [
         "Dana: I moved to Lisbon last month with my two cats."
     ]
-    assert got["outcome"].is_error is False
+    assert got["outcome"].structured_content == {"recorded": 1, "outcome": "positive"}
     assert got["delete"].structured_content["deleted"] >= 1
     assert got["gone"].is_error and got["gone"].structured_content["error"]["code"] == "MEMORY_NOT_FOUND"
     # the REST op, asked the same after the tools ran, agrees
