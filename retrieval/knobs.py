@@ -116,9 +116,9 @@ _knob(
 )
 _knob(
     "LOOM_MEMORY_SEARCH_PAGING_POOL",
-    200,
+    50,
     "plan",
-    "how much of the ranked pool a paged search parks",
+    "the least pool a paged search ranks and parks (its pages' depth): each row deeper costs every paged search",
     minimum=1,
     maximum=5000,
 )
