@@ -9,10 +9,10 @@ memories (two LoCoMo turns each, gates off: the setup) and exits; then a fresh p
 copies they caught; then, its mirror in, a second batch alike: the baseline, timed in the same process. The start is
 run three times on the same stored rows: with LOOM_WRITE_GATES_LOAD_WAIT_S at its default (the batch waits for the
 load), at 0 (never waits: the code before it), and warmed: the process first loads the mirrors of the namespaces
-written last, as a serving process does at its start (`vector_mirror.warm`, loom_site/wsgi.py), timed, and the batch
+written last, as a serving process does at its start (`index.warm`, loom_site/wsgi.py), timed, and the batch
 comes once that is done. With `--stored`, the start comes instead after a process that served the namespace with its
 mirror in: a namespace of LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps its gates' cells in ClickHouse
-(retrieval/store/stored_cells.py), trained in the background after that process's batch (timed, the `warm-up s`);
+(retrieval/index/stored_cells.py), trained in the background after that process's batch (timed, the `warm-up s`);
 the start's first batch (LOOM_WRITE_GATES_LOAD_WAIT_S 0: no wait for the load) reads them. Embedded engine, fake
 embedder.
 """
@@ -44,10 +44,12 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
     from django.conf import settings
     from locomo import corpus
 
+    from retrieval import index
+    from retrieval.index import stored_cells
     from retrieval.ingest import write
     from retrieval.providers.embedders import get_embedder
     from retrieval.search import key_axis
-    from retrieval.store import schema, stored_cells, vector_mirror
+    from retrieval.store import schema
     from tenancy.access import Scope
     from tenancy.roles import Role
 
@@ -86,16 +88,16 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
 
     def loaded() -> None:
         deadline = time.monotonic() + 600
-        while not vector_mirror.loaded(scope.org, scope.namespace, get_embedder().model_name):
+        while not index.loaded(scope.org, scope.namespace, get_embedder().model_name):
             if time.monotonic() > deadline:
                 raise SystemExit(f"the mirror of {size:,} rows did not load within 600 s")
             time.sleep(0.05)
 
     started = time.perf_counter()
     if phase == "warmed":
-        vector_mirror.warm(get_embedder().model_name, key_axis.enabled)
+        index.warm(get_embedder().model_name, key_axis.enabled)
     if phase == "kept":  # a process serving the namespace: its mirror in, a batch, the stored cells trained
-        vector_mirror.get(scope.org, scope.namespace, get_embedder().model_name)
+        index.get(scope.org, scope.namespace, get_embedder().model_name)
         loaded()
         started = time.perf_counter()
         one_batch("kept")

@@ -1,4 +1,4 @@
-"""The write gates' nearest-row read at scale: the exact comparison against the cells (retrieval/store/cells.py).
+"""The write gates' nearest-row read at scale: the exact comparison against the cells (retrieval/index/cells.py).
 
     .venv/bin/python bench/gates.py [--real 10000 20000 45000] [--synthetic 100000 300000 1000000] [--batches 6]
                                     [--sessions 40]
@@ -15,7 +15,7 @@ act: of the batch rows whose exact nearest is at or past the conflict gate, the 
 too, and the share of all rows whose verdict (duplicate, conflict, none: by the similarity alone) is the same.
 Beside them, the compact mirror's (each value vector as two int8 codes, kept for a namespace past
 LOOM_VECTOR_MIRROR_MAX_BYTES): its p50, its share of the gated rows' nearest named, and what the full mirror weighs
-against it. And the stored cells' (retrieval/store/stored_cells.py: the cells kept in the embedded engine, for a
+against it. And the stored cells' (retrieval/index/stored_cells.py: the cells kept in the embedded engine, for a
 namespace no mirror holds): the rows stored into `memory_embeddings` as bare inserts, their training and backfill
 timed, then each batch's read (two statements) timed, and its share of the gated rows' nearest named.
 """
@@ -32,8 +32,9 @@ import numpy as np
 from django.conf import settings
 
 from bench.real_vectors import embedded
-from retrieval.store import clickhouse, schema, stored_cells
-from retrieval.store.vector_mirror import Vectors
+from retrieval import index
+from retrieval.index import Vectors, stored_cells
+from retrieval.store import clickhouse, schema
 from tests.synthetic import DATED, DIM, mirror, unit, vectors
 
 BATCH = 500
@@ -98,7 +99,7 @@ def judged_stored(namespace: str, stored: np.ndarray, batches: list[tuple], sess
     for n, (batch, scopes) in enumerate(batches):
         keys = [f"new{n}.{i}" for i in range(len(batch))]
         start = time.perf_counter()
-        found += stored_cells.nearest("bench", namespace, "bench", batch, keys, scopes, len(stored))
+        found += index.stored_nearest("bench", namespace, "bench", batch, keys, scopes, len(stored))
         timings.append((time.perf_counter() - start) * 1000)
     return trained, timings, found
 

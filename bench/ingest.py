@@ -11,7 +11,7 @@ a running number, so at a million rows each has ~2,000 near copies stored (every
 has its markers compared, and a text's copies pile into one of the gates' cells); with `--distinct` each value is
 instead two turns, a pair no other row has: distinct memories, as a namespace's are. With `--no-mirror`
 (LOOM_VECTOR_MIRROR off, as a namespace past even its compact mirror's bytes has none) the gates read the namespace's
-stored cells (retrieval/store/stored_cells.py), trained in the background once a batch is too large to scan
+stored cells (retrieval/index/stored_cells.py), trained in the background once a batch is too large to scan
 (LOOM_WRITE_GATES_MAX_PAIRS): the batches before they are ready wait for them (LOOM_WRITE_GATES_LOAD_WAIT_S), or are
 stored unjudged (the `judged` column, and the whole grow's count).
 
@@ -39,8 +39,9 @@ django_on_scratch("loom-bench-")
 
 from django.conf import settings
 
+from retrieval import index
 from retrieval.ingest import write
-from retrieval.store import clickhouse, schema, vector_mirror
+from retrieval.store import clickhouse, schema
 from retrieval.store.rows import next_version
 from tenancy.access import Scope
 from tenancy.roles import Role
@@ -220,7 +221,7 @@ def grow(total: int, marks: list[int], size: int, distinct: bool) -> None:
             timed = time.perf_counter()
             bare = window / bare_insert([batch] * 10, f"bare-{rows}")
             aside += time.perf_counter() - timed
-            held = vector_mirror.held_bytes() / 2**20
+            held = index.held_bytes() / 2**20
             print(
                 f"{rows:>9,}{rate:>12,.0f}{judged:>8}{bare:>10,.0f}{bare / rate:>8.1f}{held:>11,.0f}"
                 f"{thread_cpu:>15,.0f}{process_cpu:>16,.0f}",

@@ -1,4 +1,4 @@
-"""The vector leg's scan at scale: a namespace's in-process mirror (retrieval/store/vector_mirror.py) at 10k, 100k
+"""The vector leg's scan at scale: a namespace's in-process mirror (retrieval/index/) at 10k, 100k
 and 1M rows, and 1M rows over 1,000 namespaces, against numpy and the memory-bandwidth bound.
 
     .venv/bin/python bench/scale.py [--sizes 10000 100000 1000000] [--spread 1000000:1000] [--queries 200] [--real]
@@ -32,7 +32,7 @@ from django.conf import settings
 
 from bench.numpy_threads import numpy_default_threads
 from bench.real_vectors import embedded
-from retrieval.store.vector_mirror import Vectors
+from retrieval.index import Vectors
 from tests.synthetic import DIM, mirror, unit, vectors
 
 POOL = 100

@@ -35,11 +35,12 @@ from django.conf import settings
 from locomo import corpus
 from numpy_threads import numpy_default_threads
 
+from retrieval import index
 from retrieval.ingest import write
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import service
 from retrieval.search.plan import SearchRequest
-from retrieval.store import clickhouse, schema, vector_mirror
+from retrieval.store import clickhouse, schema
 from tenancy.access import Scope
 from tenancy.roles import Role
 from tests.scratch import scratch_dir
@@ -141,9 +142,7 @@ def main():
         load(scope, size, turns)
         settings.LOOM_WRITE_GATES = gates
         searches(scope, questions, asked)  # every query's embedding cached, as the target says
-        while vector_mirror.enabled() and not vector_mirror.loaded(
-            scope.org, scope.namespace, get_embedder().model_name
-        ):
+        while index.enabled() and not index.loaded(scope.org, scope.namespace, get_embedder().model_name):
             time.sleep(0.05)  # the first search started the mirror's load; measure once it is in
         found, stages = searches(scope, questions, asked)
         stage_report.append((size, stages))

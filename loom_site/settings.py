@@ -542,7 +542,7 @@ LOOM_WRITE_GATES = env.boolean(
     doc='judge every `memory.set` for duplicates and conflicts (`false`: store unjudged, `write_gates: "off"`)',
 )
 # The write gates scan (new rows x stored rows) pairs in ClickHouse when no vector mirror serves the namespace;
-# a batch over this many pairs reads the namespace's stored cells instead (retrieval/store/stored_cells.py).
+# a batch over this many pairs reads the namespace's stored cells instead (retrieval/index/stored_cells.py).
 LOOM_WRITE_GATES_MAX_PAIRS = env.integer(
     "LOOM_WRITE_GATES_MAX_PAIRS",
     1_000_000,
@@ -552,7 +552,7 @@ LOOM_WRITE_GATES_MAX_PAIRS = env.integer(
 # A write batch too large to scan in ClickHouse (over LOOM_WRITE_GATES_MAX_PAIRS) that finds its namespace's mirror
 # loading (the first write or search after a start begins the load), or else its stored cells training, waits this
 # long for them rather than go unjudged, unless the pace so far says they will not be in by then
-# (vector_mirror.awaited, stored_cells.awaited).
+# (index.awaited, stored_cells.awaited).
 LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     "LOOM_WRITE_GATES_LOAD_WAIT_S",
     10.0,
@@ -560,7 +560,7 @@ LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet waits up to this many seconds, all told, for its vector mirror loading, else for the stored cells' training under way (the batch's own, or another process's; not at all once the pace of either says it will be later: a million rows load in ~56 s and train in ~45 s here, a few thousand in well under a second; nor, once a batch here waited in vain for another process's training that did not move for half this long or more, until it moves: a dead process's claim gives way only after 10 min), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
 )
 # From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
-# value (retrieval/store/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
+# value (retrieval/index/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
 LOOM_WRITE_GATES_EXACT_ROWS = env.integer(
     "LOOM_WRITE_GATES_EXACT_ROWS",
     20_000,
@@ -609,7 +609,7 @@ LOOM_SEARCH_TRACE_LOG_ENABLED = env.boolean(
     doc="a row per search in `search_trace_log`, kept 180 days (the query text only where the namespace consents); "
     "`make run` turns it on",
 )
-# The embedded engine's in-process copy of each namespace's live vectors (retrieval/store/vector_mirror.py).
+# The embedded engine's in-process copy of each namespace's live vectors (retrieval/index/).
 LOOM_VECTOR_MIRROR = env.boolean(
     "LOOM_VECTOR_MIRROR",
     True,
@@ -662,7 +662,7 @@ LOOM_PIN_PYTHON_THREADS = env.boolean(
     True,
     doc="each gunicorn worker runs its Python threads on one CPU (the workers take the CPUs in turn), and its native work (the embedded engine's statements, the local model, scans of 16k rows or more) on every CPU: with 8 threads a search request took 6.6-6.8 ms of CPU instead of 7.9-8.3, and 171.8-216.6 searches/s were served instead of 122.0-174.5 (docs/operating.md); false: the threads run wherever the OS puts them",
 )
-# A serving process's start loads the mirrors of the namespaces written most recently (vector_mirror.warm): a restart
+# A serving process's start loads the mirrors of the namespaces written most recently (index.warm): a restart
 # otherwise left each to load on its first search or large write, which waited for it or scanned ClickHouse meanwhile.
 LOOM_VECTOR_MIRROR_WARM = env.integer(
     "LOOM_VECTOR_MIRROR_WARM",

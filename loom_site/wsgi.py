@@ -11,17 +11,18 @@ application = get_wsgi_application()
 # vector mirrors of the namespaces written most recently loaded (LOOM_VECTOR_MIRROR_WARM).
 import threading  # noqa: E402
 
-from retrieval.evaluation import schedule  # noqa: E402 (needs the app registry)
+from retrieval import index  # noqa: E402 (needs the app registry)
+from retrieval.evaluation import schedule  # noqa: E402
 from retrieval.gates import recalibration  # noqa: E402
 from retrieval.ingest import embed_pending  # noqa: E402
 from retrieval.providers import embedders  # noqa: E402
 from retrieval.search import key_axis  # noqa: E402
-from retrieval.store import clickhouse, vector_mirror  # noqa: E402
+from retrieval.store import clickhouse  # noqa: E402
 
 
 def _warm_mirrors() -> None:
     try:  # (the embedder is built here, not at boot: a local model takes seconds to load)
-        vector_mirror.warm(embedders.get_embedder().model_name, key_axis.enabled)
+        index.warm(embedders.get_embedder().model_name, key_axis.enabled)
     finally:
         clickhouse.release_thread()
 

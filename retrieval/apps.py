@@ -32,7 +32,7 @@ class RetrievalConfig(AppConfig):
         # processes of their own, the embedded engine's inserts and merges hold cores, and a product split across
         # BLAS threads waits for them. A write's many small products (a batch against the gates' centroids) took
         # 28 ms a batch at 100k rows on two threads, 2.7 on one. The large scans that threads would speed are
-        # simsimd's (retrieval/store/vector_mirror.py); what BLAS still does large (training the gates' cells,
+        # simsimd's (retrieval/index/); what BLAS still does large (training the gates' cells,
         # checking the sign bits) runs in the background.
         if "OPENBLAS_NUM_THREADS" not in os.environ:
             threadpool_limits(limits=1, user_api="blas")

@@ -276,11 +276,11 @@ def _no_mirror_load_outlives_its_test(settings):
     """A mirror load a test started ends within the test (before its settings are restored, which a load reads)."""
     import time
 
-    from retrieval.store import vector_mirror
+    from retrieval import index
 
     yield
     deadline = time.monotonic() + 30
-    while vector_mirror.loading() and time.monotonic() < deadline:
+    while index.loading() and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -292,11 +292,11 @@ def _no_copies_from_earlier_tests():
 
 @pytest.fixture(autouse=True)
 def _no_stored_cells_training_outlives_its_test(settings, monkeypatch):
-    """A training of stored cells a batch began (retrieval/store/stored_cells.py) settles in half a second (a batch
+    """A training of stored cells a batch began (retrieval/index/stored_cells.py) settles in half a second (a batch
     that listed the older version reads it meanwhile), and ends within its test (before its settings are restored)."""
     import time
 
-    from retrieval.store import stored_cells
+    from retrieval.index import stored_cells
 
     monkeypatch.setattr(stored_cells, "SETTLE_S", 0.5)
     yield

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from retrieval.store.vector_mirror import Vectors
+from retrieval.index import Vectors
 
 DIM = 384
 DATED = datetime(2026, 1, 1, tzinfo=UTC)

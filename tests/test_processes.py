@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.store import clickhouse, vector_mirror
+from retrieval import index
+from retrieval.index import reading, registry
+from retrieval.store import clickhouse
 from tests.test_vector_mirror import agent_org, wait_for_mirror, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +122,7 @@ def test_a_row_read_before_its_memory_row_gets_its_words_once_that_comes(backend
     """Another process's write stores its vector rows before its memory row: a search between the two finds a row
     with nothing to show and no words, and the lexical legs read ClickHouse while it lasts. Its memory row is asked
     for again, and the legs read the mirror once it came (before, never again: a row held is not read again)."""
-    monkeypatch.setattr(vector_mirror, "SHOWN_RETRY_S", 0)
+    monkeypatch.setattr(reading, "SHOWN_RETRY_S", 0)
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     wait_for_mirror(agent)
     agent.search("what does the cafeteria serve")
@@ -134,7 +136,7 @@ def test_a_row_read_before_its_memory_row_gets_its_words_once_that_comes(backend
     agent.search("cafeteria soup", **fields)  # asks for the memory row again
     # Its words are held once that answer is in (counted beside the search that asked).
     org = agent_org(agent)
-    wait_until(lambda: vector_mirror.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
+    wait_until(lambda: index.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
     with clickhouse.recorded() as statements:
         hits = agent.search("gym opens six", **fields).json["hits"]
     assert not [sql for sql in statements if "memory_terms" in sql], statements
@@ -145,18 +147,18 @@ def test_a_row_read_before_its_memory_row_gets_its_words_once_that_comes(backend
 def test_a_row_loaded_before_its_memory_row_gets_its_words_once_that_comes(backend, agent, monkeypatch):
     """The same window around a mirror's load: the load leaves out a row whose vector is in and whose value is not
     yet, and the first delta read after it finds the row, without its value."""
-    monkeypatch.setattr(vector_mirror, "SHOWN_RETRY_S", 0)
+    monkeypatch.setattr(reading, "SHOWN_RETRY_S", 0)
     agent.set({"memory_key": "seed", "value": "the cafeteria serves soup on fridays"})
     wait_for_mirror(agent)  # (the write's gates began a load: in, so that it cannot read the copy below)
     copy_of_seed(agent, "memory_embeddings", "'gym' AS memory_key")
-    monkeypatch.setattr(vector_mirror, "_mirrors", {})  # a restart: this load reads the row, without its value
+    monkeypatch.setattr(registry, "mirrors_held", {})  # a restart: this load reads the row, without its value
     wait_for_mirror(agent)
     copy_of_seed(agent, "memories", "'gym' AS memory_key, 'the gym opens at six' AS value")
     fields = {"search_mode": "hybrid", "min_similarity": 0}
     agent.search("cafeteria soup", **fields)  # asks for the memory row again
     # Its words are held once that answer is in (counted beside the search that asked).
     org = agent_org(agent)
-    wait_until(lambda: vector_mirror.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
+    wait_until(lambda: index.mentioned(org, [agent.namespace], "fake-ngram-384", ["gym"]) == ([True], True))
     with clickhouse.recorded() as statements:
         hits = agent.search("gym opens six", **fields).json["hits"]
     assert not [sql for sql in statements if "memory_terms" in sql], statements
@@ -299,12 +301,12 @@ def test_searches_queued_behind_a_delta_read_take_its_answer(backend, agent, oth
     wait_for_mirror(agent)
     org = agent_org(agent)
     other_process(org, "set", "offsite", "the quarterly offsite is in lisbon")
-    mirror = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    mirror = index.get(org, agent.namespace, "fake-ngram-384")
     delta_reads = []
 
     def search_begins():
         with clickhouse.recorded() as statements:
-            vector_mirror.sync(org, [agent.namespace], "fake-ngram-384")
+            index.sync(org, [agent.namespace], "fake-ngram-384")
         delta_reads.extend(sql for sql in statements if "inserted_at >" in sql)
 
     under_way, done = threading.Event(), threading.Event()

@@ -111,7 +111,7 @@ def test_a_loaded_mirror_answers_the_lookup_as_the_statement_does_and_makes_none
     namespace's vector mirror holds the values and which rows hold each word, so once it is loaded it answers."""
     import time
 
-    from retrieval.store import vector_mirror
+    from retrieval import index
     from tenancy.models import ApiToken
 
     agent.set(
@@ -129,14 +129,14 @@ def test_a_loaded_mirror_answers_the_lookup_as_the_statement_does_and_makes_none
     settings.LOOM_VECTOR_MIRROR = True
     agent.search("start the load")
     deadline = time.monotonic() + 30
-    while not vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"):
+    while not index.loaded(org, agent.namespace, "fake-ngram-384"):
         assert time.monotonic() < deadline, "the mirror did not load"
         time.sleep(0.01)
     with clickhouse.recorded() as statements:
         assert spelling.lookup(org, agent.namespace, "fake-ngram-384", words) == expected
     assert statements == []
     # A word many rows hold is counted over an evenly spaced share of them: the rule compares shares.
-    mirror = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    mirror = index.get(org, agent.namespace, "fake-ngram-384")
     assert sorted(rid.memory_key for rid, _ in mirror.values_holding(["runbook"], 100)["runbook"]) == [
         "p",
         "r0",

@@ -26,11 +26,11 @@ REVIEWED = {
     ("retrieval/store/reads.py", "sort"),  # a column of _ORDERS, by a validated order
     ("retrieval/store/reads.py", "sort_type"),  # ...and its type
     ("retrieval/ingest/reembed.py", "table"),  # a loop over the vector tables' names
-    ("retrieval/store/vector_mirror.py", "where"),  # the tenant condition with bound parameters
-    ("retrieval/store/vector_mirror.py", "columns"),  # a tuple of column names
+    ("retrieval/index/reading.py", "where"),  # the tenant condition with bound parameters
+    ("retrieval/index/reading.py", "columns"),  # a tuple of column names
     ("retrieval/ingest/write.py", "table"),  # a loop over SIDE_TABLES
-    ("retrieval/ingest/write_gates.py", "batch_scope"),  # built from vector_mirror.SCOPE
-    ("retrieval/ingest/write_gates.py", "same_scope"),  # built from vector_mirror.SCOPE
+    ("retrieval/ingest/write_gates.py", "batch_scope"),  # built from index.SCOPE
+    ("retrieval/ingest/write_gates.py", "same_scope"),  # built from index.SCOPE
 }
 
 

@@ -1,5 +1,5 @@
 """Stored cells: the write gates of a namespace no vector mirror holds read its cells from ClickHouse
-(retrieval/store/stored_cells.py), so a batch too large to scan is judged at any size instead of stored unjudged."""
+(retrieval/index/stored_cells.py), so a batch too large to scan is judged at any size instead of stored unjudged."""
 
 import threading
 import time
@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.store import cells, clickhouse, stored_cells
+from retrieval import index
+from retrieval.index import cells, reading, registry, stored_cells
+from retrieval.store import clickhouse
 from tests.test_sql_snapshots import normalised
 from tests.test_vector_mirror import agent_org
 from tests.test_write_gates import DARK, stored, wait_for_training
@@ -265,7 +267,7 @@ def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_o
 ):
     """A namespace whose mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps stored cells too: after a restart,
     a batch too large to scan reads them at once instead of waiting for the load (a minute at 1M rows)."""
-    from retrieval.store import vector_mirror
+    from retrieval import index
     from tests.test_vector_mirror import wait_for_mirror
 
     org, model = agent_org(agent), settings.LOOM_EMBEDDING_MODEL
@@ -281,14 +283,14 @@ def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_o
     wait_for_training()
     assert stored_cells.ready(org, agent.namespace, model).rows == len(FACTS)
     # A restart: a process that holds no mirror, and whose load of this namespace takes a while.
-    release, load = threading.Event(), vector_mirror._load
-    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (load(*args), release.wait(10))[0])
-    monkeypatch.setattr(vector_mirror, "_mirrors", {})
+    release, load = threading.Event(), reading.load
+    monkeypatch.setattr(reading, "load", lambda *args: (load(*args), release.wait(10))[0])
+    monkeypatch.setattr(registry, "mirrors_held", {})
     try:
         started = time.monotonic()
         [copy] = stored(agent, {"memory_key": "c2", "value": FACTS[2]})
         assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f2") and time.monotonic() - started < 5
-        assert not vector_mirror.loaded(org, agent.namespace, model)  # judged by the stored cells
+        assert not index.loaded(org, agent.namespace, model)  # judged by the stored cells
     finally:
         release.set()
 
@@ -320,7 +322,7 @@ def test_a_row_another_process_stored_before_it_listed_the_new_cells_is_indexed_
         assert time.monotonic() < deadline
         time.sleep(0.02)
     with monkeypatch.context() as unaware:  # a writer that has not listed the version yet
-        unaware.setattr(stored_cells, "rows_for", lambda *args: [])
+        unaware.setattr(index, "stored_cell_rows", lambda *args: [])
         stored(agent, {"memory_key": "late", "value": DARK})
     assert cell_rows(unscanned[0]) == len(FACTS)  # not indexed by its write
     training.join(30)

@@ -5,7 +5,9 @@ import time
 
 import pytest
 
-from retrieval.store import clickhouse, vector_mirror
+from retrieval import index
+from retrieval.index import growth, postings, reading, scan
+from retrieval.store import clickhouse
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
 
@@ -32,7 +34,7 @@ def wait_for_mirror(agent):
     """The first search starts the load in the background; poll until it is in."""
     org = agent_org(agent)
     agent.search("start the load")
-    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
+    wait_until(lambda: index.loaded(org, agent.namespace, "fake-ngram-384"))
 
 
 def approx(answer):
@@ -98,7 +100,7 @@ def test_the_mirror_answers_the_lexical_legs_as_the_postings_do(backend, agent, 
     settings.LOOM_VECTOR_MIRROR = True
     wait_for_mirror(agent)
     other.search("start the load")
-    wait_until(lambda: vector_mirror.loaded(agent_org(agent), "second", "fake-ngram-384"))
+    wait_until(lambda: index.loaded(agent_org(agent), "second", "fake-ngram-384"))
     with clickhouse.recorded() as statements:
         mirrored = answers(agent, **fields)
     assert mirrored == approx(scanned)
@@ -109,7 +111,7 @@ def test_the_mirror_answers_the_lexical_legs_as_the_postings_do(backend, agent, 
 
 def test_a_large_namespace_is_loaded_range_by_range_and_answers_as_the_scan_does(backend, agent, settings, monkeypatch):
     """A load reads about LOAD_STEP rows at a time, split between keys: every live row once, whichever range."""
-    monkeypatch.setattr(vector_mirror, "LOAD_STEP", 3)
+    monkeypatch.setattr(reading, "LOAD_STEP", 3)
     settings.LOOM_VECTOR_MIRROR = False  # no load before every row is in
     sessions = [{**row, "session_id": "s2", "value": row["value"] + " again"} for row in ROWS[:4]]
     agent.set(*ROWS, *sessions, {"memory_key": "zz", "value": "deploys run on fridays"})
@@ -117,14 +119,14 @@ def test_a_large_namespace_is_loaded_range_by_range_and_answers_as_the_scan_does
     fields = {"search_mode": "hybrid", "explain": True, "top_k": 20}
     scanned = answers(agent, **fields)
     settings.LOOM_VECTOR_MIRROR = True
-    reads, ranges_of = [], vector_mirror._key_ranges
-    monkeypatch.setattr(vector_mirror, "_key_ranges", lambda *args: reads.append(ranges_of(*args)) or reads[-1])
+    reads, ranges_of = [], reading.key_ranges
+    monkeypatch.setattr(reading, "key_ranges", lambda *args: reads.append(ranges_of(*args)) or reads[-1])
     wait_for_mirror(agent)
     assert answers(agent, **fields) == approx(scanned)
     [ranges] = reads
     # 14 rows written active (13 live, zz's first since retired), 3 a range, from "" on and no gap
     assert len(ranges) == 5 and ranges[0][0] == "" and ranges[-1][1] is None
-    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.get(agent_org(agent), agent.namespace, "fake-ngram-384")
     assert mirror.live[: len(mirror.ids)].sum() == 13 and len(set(mirror.ids)) == len(mirror.ids)
 
 
@@ -144,10 +146,10 @@ def test_a_write_is_searchable_at_once_and_a_retired_row_is_gone_at_once(backend
 
 
 def test_a_namespace_alone_over_the_byte_budget_is_read_from_clickhouse(backend, agent, settings):
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 3 * vector_mirror.Vectors.row_bytes(384, keyed=False)
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 3 * index.Vectors.row_bytes(384, keyed=False)
     agent.set(*ROWS)
     wait_for_mirror(agent)  # loaded as "too large": None
-    assert vector_mirror.get(agent_org(agent), "default", "fake-ngram-384") is None
+    assert index.get(agent_org(agent), "default", "fake-ngram-384") is None
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"
 
 
@@ -156,15 +158,15 @@ def test_a_namespace_whose_mirror_would_not_fit_keeps_a_compact_one_that_judges_
     are judged, each candidate rescored from ClickHouse (the cosine the scan gives), and its searches read
     ClickHouse."""
     # A byte short of the full mirror's estimate when its load begins; room for the compact one's rows and centroids.
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = len(ROWS) * vector_mirror.Vectors.row_bytes(384, keyed=False) - 1
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = len(ROWS) * index.Vectors.row_bytes(384, keyed=False) - 1
     settings.LOOM_WRITE_GATES = False  # (their read would begin the load now, before the rows are in)
     agent.set(*ROWS)
     settings.LOOM_WRITE_GATES = True
     wait_for_mirror(agent)
     org = agent_org(agent)
-    compact = vector_mirror.peek(org, agent.namespace, "fake-ngram-384", compact=True)
+    compact = index.peek(org, agent.namespace, "fake-ngram-384", compact=True)
     assert compact.compact and compact.values is None and len(compact.ids) == len(ROWS)
-    assert vector_mirror.get(org, agent.namespace, "fake-ngram-384") is None  # for the gates alone
+    assert index.get(org, agent.namespace, "fake-ngram-384") is None  # for the gates alone
     found = agent.search("production deploys", explain=True).json
     assert found["hits"][0]["memory_key"] == "k00" and found["retrieval_work"]["vector_read"] == "clickhouse"
     [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
@@ -191,18 +193,18 @@ def test_a_mirror_holds_key_vectors_once_a_search_scores_on_the_key_axis(backend
     agent.set(*ROWS, {"memory_key": "office.city", "value": "lisbon"})
     wait_for_mirror(agent)
     org = agent_org(agent)
-    keyless = vector_mirror.get(org, agent.namespace, "fake-ngram-384")
+    keyless = index.get(org, agent.namespace, "fake-ngram-384")
     assert keyless.keys is None
     settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
-    release, original = threading.Event(), vector_mirror._load
-    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    release, original = threading.Event(), reading.load
+    monkeypatch.setattr(reading, "load", lambda *args: (original(*args), release.wait(10))[0])
     assert agent.search("office city", explain=True).json["retrieval_work"]["vector_read"] == "clickhouse"
     [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k00")
-    assert vector_mirror.peek(org, agent.namespace, "fake-ngram-384") is keyless
+    assert index.peek(org, agent.namespace, "fake-ngram-384") is keyless
     release.set()
-    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
-    keyed = vector_mirror.get(org, agent.namespace, "fake-ngram-384", keys=True)
+    wait_until(lambda: index.loaded(org, agent.namespace, "fake-ngram-384"))
+    keyed = index.get(org, agent.namespace, "fake-ngram-384", keys=True)
     assert keyed.keys is not None and keyless.nbytes < keyed.nbytes
     assert keyed.holds(keyless.ids[-1], 0)  # the write made while it loaded
     settings.LOOM_VECTOR_MIRROR = False
@@ -218,16 +220,16 @@ def test_a_namespace_whose_key_vectors_would_not_fit_is_mirrored_without_them(ba
     without them for the write gates and value-only searches, and key-axis searches read ClickHouse (once, not a
     load each time)."""
     settings.LOOM_MEMORY_SEARCH_KEY_AXIS = "on"
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = (len(ROWS) + 1) * vector_mirror.Vectors.row_bytes(384, keyed=False) * 3 // 2
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = (len(ROWS) + 1) * index.Vectors.row_bytes(384, keyed=False) * 3 // 2
     agent.set(*ROWS, {"memory_key": "office.city", "value": "lisbon"})
     wait_for_mirror(agent)
     org = agent_org(agent)
-    mirror = vector_mirror.peek(org, agent.namespace, "fake-ngram-384")
+    mirror = index.peek(org, agent.namespace, "fake-ngram-384")
     assert mirror is not None and mirror.keys is None
-    wait_until(lambda: vector_mirror.loading() == 0)  # (its words are counted after it is in)
+    wait_until(lambda: index.loading() == 0)  # (its words are counted after it is in)
     found = agent.search("office city", explain=True).json
     assert found["hits"][0]["memory_key"] == "office.city" and found["retrieval_work"]["vector_read"] == "clickhouse"
-    assert vector_mirror.loading() == 0  # no second load begun
+    assert index.loading() == 0  # no second load begun
     [copy] = agent.set({"memory_key": "copy", "value": ROWS[0]["value"]}).json["items"]
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k00")
 
@@ -242,14 +244,14 @@ def test_writes_made_while_the_mirror_loads_are_applied_on_top_of_it(backend, ag
     import threading
 
     agent.set(*ROWS)
-    release, original = threading.Event(), vector_mirror._load
+    release, original = threading.Event(), reading.load
 
     def slow_load(*args):
         rows = original(*args)  # the load's snapshot is taken now...
         release.wait(10)  # ...and the writes below land before it is installed
         return rows
 
-    monkeypatch.setattr(vector_mirror, "_load", slow_load)
+    monkeypatch.setattr(reading, "load", slow_load)
     agent.search("start the load")
     agent.set({"memory_key": "during", "value": "the quarterly offsite is in lisbon"})
     agent.call("memory.delete", {"memory_key": "k00"}, agent.token)
@@ -273,17 +275,17 @@ def test_a_loaded_mirror_serves_its_vectors_while_it_counts_its_words(backend, a
     fields = {"search_mode": "hybrid", "explain": True}
     scanned = answers(agent, **fields)
     settings.LOOM_VECTOR_MIRROR = True
-    counting, go, count_words = threading.Event(), threading.Event(), vector_mirror.Vectors.count_words
+    counting, go, count_words = threading.Event(), threading.Event(), index.Vectors.count_words
 
     def paused(mirror, rows):
         counting.set()
         go.wait(30)
         count_words(mirror, rows)
 
-    monkeypatch.setattr(vector_mirror.Vectors, "count_words", paused)
+    monkeypatch.setattr(index.Vectors, "count_words", paused)
     org = agent_org(agent)
     agent.search("start the load")
-    assert counting.wait(30) and not vector_mirror.loaded(org, agent.namespace, "fake-ngram-384")
+    assert counting.wait(30) and not index.loaded(org, agent.namespace, "fake-ngram-384")
     with clickhouse.recorded() as statements:
         assert answers(agent, **fields) == approx(scanned)
         assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "mirror"
@@ -291,7 +293,7 @@ def test_a_loaded_mirror_serves_its_vectors_while_it_counts_its_words(backend, a
     agent.set({"memory_key": "during", "value": "the quarterly offsite is in lisbon"})
     agent.call("memory.delete", {"memory_key": "k03"}, agent.token)
     go.set()
-    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
+    wait_until(lambda: index.loaded(org, agent.namespace, "fake-ngram-384"))
     with clickhouse.recorded() as statements:
         lisbon = agent.search("quarterly offsite lisbon", **fields, min_similarity=0).json["hits"]
         nightly = agent.search("backups nightly", **fields, min_similarity=0, top_k=10).json["hits"]
@@ -308,7 +310,7 @@ def test_a_write_is_held_hidden_in_the_mirror_until_memories_holds_it(backend, a
 
     agent.set(*ROWS)
     wait_for_mirror(agent)
-    mirror = vector_mirror.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
     stored = write.retire_side_rows
 
     def broken(*args):  # runs between the vectors' insert and the memories'
@@ -361,25 +363,25 @@ def test_a_mirror_grown_alone_past_the_byte_budget_is_loaded_again_compact(backe
     import threading
 
     # Room for two rows' full mirror, not for eight; for the compact one of every row written (and its centroids).
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 13 * vector_mirror.Vectors.row_bytes(384, keyed=False, compact=True)
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 13 * index.Vectors.row_bytes(384, keyed=False, compact=True)
     agent.set(*ROWS[:2])
     wait_for_mirror(agent)
     org = agent_org(agent)
-    full = vector_mirror.get(org, "default", "fake-ngram-384")
-    release, original = threading.Event(), vector_mirror._load
-    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    full = index.get(org, "default", "fake-ngram-384")
+    release, original = threading.Event(), reading.load
+    monkeypatch.setattr(reading, "load", lambda *args: (original(*args), release.wait(10))[0])
     agent.set(*ROWS[2:])
-    assert vector_mirror.get(org, "default", "fake-ngram-384") is full
+    assert index.get(org, "default", "fake-ngram-384") is full
     assert full.nbytes > settings.LOOM_VECTOR_MIRROR_MAX_BYTES
     found = agent.search("production deploys", explain=True).json
     assert found["hits"][0]["memory_key"] == "k00" and found["retrieval_work"]["vector_read"] == "mirror"
     [copy] = agent.set({"memory_key": "copy", "value": ROWS[3]["value"]}).json["items"]
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "k03")
     release.set()
-    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))
-    compact = vector_mirror.peek(org, "default", "fake-ngram-384", compact=True)
+    wait_until(lambda: index.loaded(org, agent.namespace, "fake-ngram-384"))
+    compact = index.peek(org, "default", "fake-ngram-384", compact=True)
     assert compact.compact and compact.holds(full.ids[-1], 0)  # with the write made while it loaded
-    assert vector_mirror.get(org, "default", "fake-ngram-384") is None
+    assert index.get(org, "default", "fake-ngram-384") is None
     assert agent.search("production deploys", explain=True).json["retrieval_work"]["vector_read"] == "clickhouse"
     [again] = agent.set({"memory_key": "again", "value": ROWS[4]["value"]}).json["items"]
     assert (again["write_gates"], again["duplicate_of"]) == ("judged", "k04")
@@ -395,13 +397,13 @@ def test_the_least_recently_searched_mirror_is_dropped_to_stay_within_the_byte_b
     wait_for_mirror(agent)
     org = agent_org(agent)
     # Room for one of the two same-sized mirrors, not both.
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = vector_mirror.get(org, agent.namespace, "fake-ngram-384").nbytes * 3 // 2
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = index.get(org, agent.namespace, "fake-ngram-384").nbytes * 3 // 2
     other.search("start the load")
-    wait_until(lambda: vector_mirror.loaded(org, "second", "fake-ngram-384"))
-    assert not vector_mirror.loaded(org, "default", "fake-ngram-384")  # dropped, not marked too large
+    wait_until(lambda: index.loaded(org, "second", "fake-ngram-384"))
+    assert not index.loaded(org, "default", "fake-ngram-384")  # dropped, not marked too large
     assert agent.search("production deploys").json["hits"][0]["memory_key"] == "k00"  # ClickHouse answers meanwhile
-    wait_until(lambda: vector_mirror.loaded(org, agent.namespace, "fake-ngram-384"))  # that search loaded it again
-    assert not vector_mirror.loaded(org, "second", "fake-ngram-384")
+    wait_until(lambda: index.loaded(org, agent.namespace, "fake-ngram-384"))  # that search loaded it again
+    assert not index.loaded(org, "second", "fake-ngram-384")
 
 
 def test_a_start_warms_the_mirrors_of_the_namespaces_written_last_as_many_as_fit(backend, agent, call, settings):
@@ -416,18 +418,18 @@ def test_a_start_warms_the_mirrors_of_the_namespaces_written_last_as_many_as_fit
     settings.LOOM_VECTOR_MIRROR = True
     org, model, unkeyed = agent_org(agent), "fake-ngram-384", lambda *_: False
     settings.LOOM_VECTOR_MIRROR_WARM = 0
-    assert vector_mirror.warm(model, unkeyed) == [] and vector_mirror.loading() == 0
+    assert index.warm(model, unkeyed) == [] and index.loading() == 0
     settings.LOOM_VECTOR_MIRROR_WARM = 2  # (the engine holds earlier tests' namespaces too)
     # Room for the newer namespace's eight rows, not for the older one's four beside them.
-    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 11 * vector_mirror.Vectors.row_bytes(384, keyed=False)
-    assert vector_mirror.warm(model, unkeyed) == [(org, "newer")]
-    assert vector_mirror.loaded(org, "newer", model) and not vector_mirror.loaded(org, "older", model)
+    settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 11 * index.Vectors.row_bytes(384, keyed=False)
+    assert index.warm(model, unkeyed) == [(org, "newer")]
+    assert index.loaded(org, "newer", model) and not index.loaded(org, "older", model)
     assert newer.search("production deploys", explain=True).json["retrieval_work"]["vector_read"] == "mirror"
     # With room for both, the smaller loads first; the older's searches score keys, so it holds key vectors.
     settings.LOOM_VECTOR_MIRROR_MAX_BYTES = 4 << 30
-    held = vector_mirror.warm(model, lambda org, namespace, model: namespace == "older")
+    held = index.warm(model, lambda org, namespace, model: namespace == "older")
     assert held == [(org, "older"), (org, "newer")]
-    assert vector_mirror.get(org, "older", model).keyed and not vector_mirror.get(org, "newer", model).keyed
+    assert index.get(org, "older", model).keyed and not index.get(org, "newer", model).keyed
 
 
 def test_an_operator_sees_the_loads_under_way(agent, settings, monkeypatch):
@@ -439,12 +441,12 @@ def test_an_operator_sees_the_loads_under_way(agent, settings, monkeypatch):
     settings.LOOM_VECTOR_MIRROR = False  # no load before every row is in
     agent.set(*ROWS)
     settings.LOOM_VECTOR_MIRROR = True
-    release, original = threading.Event(), vector_mirror._load
-    monkeypatch.setattr(vector_mirror, "_load", lambda *args: release.wait(10) and original(*args))
+    release, original = threading.Event(), reading.load
+    monkeypatch.setattr(reading, "load", lambda *args: release.wait(10) and original(*args))
     agent.search("start the load")
     assert metrics.REGISTRY.get_sample_value("loom_vector_mirror_loading") == 1
     release.set()
-    wait_until(lambda: vector_mirror.loaded(agent_org(agent), agent.namespace, "fake-ngram-384"))
+    wait_until(lambda: index.loaded(agent_org(agent), agent.namespace, "fake-ngram-384"))
     assert metrics.REGISTRY.get_sample_value("loom_vector_mirror_loading") == 0
 
 
@@ -465,7 +467,7 @@ def test_a_search_gets_in_between_the_steps_of_a_loaded_mirrors_word_count(monke
 
     from tests.synthetic import mirror, vectors
 
-    monkeypatch.setattr(vector_mirror, "WORDS_STEP", 50)
+    monkeypatch.setattr(postings, "WORDS_STEP", 50)
     rng = np.random.default_rng(17)
     values = vectors(8000, rng)
     texts = [f"note {i} about the {['deploy', 'backup', 'offsite', 'standup'][i % 4]} schedule" for i in range(8000)]
@@ -527,7 +529,7 @@ def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_querie
 
 def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(settings):
     """From LOOM_WRITE_GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
-    (retrieval/store/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
+    (retrieval/index/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
     the cells were trained are found too (nearly all of those of a topic the training never saw), and a retired
     row, another scope's row or the key's own row never is."""
     import numpy as np
@@ -570,7 +572,7 @@ def test_a_compact_mirror_finds_what_the_full_one_finds(settings):
     the bytes."""
     import numpy as np
 
-    from retrieval.store.vector_mirror import Vectors
+    from retrieval.index import Vectors
     from tests.synthetic import mirror, unit, vectors
 
     settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
@@ -593,25 +595,25 @@ def test_a_compact_mirrors_two_codes_give_each_component_within_a_step_of_the_se
     coarsest first codes)."""
     import numpy as np
 
-    from retrieval.store.vector_mirror import RESIDUAL_STEPS, Decoded, _residuals, coded
+    from retrieval.index.scan import RESIDUAL_STEPS, Decoded, coded, residuals
     from tests.synthetic import unit
 
     rng = np.random.default_rng(3)
     rows = unit(np.concatenate([rng.standard_normal((300, 384)), rng.standard_normal((300, 384)) ** 5]))
     codes, scales = coded(rows)
-    twice = Decoded(codes, _residuals(rows, codes, scales), scales)[:]
+    twice = Decoded(codes, residuals(rows, codes, scales), scales)[:]
     once = codes * scales[:, None]
     assert (np.abs(twice - rows) <= scales[:, None] / (2 * RESIDUAL_STEPS) * 1.01).all()  # (float32 rounding)
     assert np.abs(twice - rows).max() < np.abs(once - rows).max() / 100
 
 
 def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_cells():
-    """The gates' cells (retrieval/store/cells.py) read, for each value, the PROBES fine centroids nearest it among
+    """The gates' cells (retrieval/index/cells.py) read, for each value, the PROBES fine centroids nearest it among
     those of its COARSE_PROBES nearest coarse cells, and the cell it would be placed in: compared with every
     candidate at once, here in a plain loop."""
     import numpy as np
 
-    from retrieval.store import cells as cells_module
+    from retrieval.index import cells as cells_module
     from tests.synthetic import unit, vectors
 
     rng = np.random.default_rng(5)
@@ -647,12 +649,12 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     finds that row only from that session."""
     import numpy as np
 
-    from retrieval.store import cells as cells_module
+    from retrieval.index import cells as cells_module
     from tests.synthetic import mirror, unit, vectors
 
     monkeypatch.setattr(cells_module, "RECENT_SHARE", recent_share)
 
-    from retrieval.store.cells import SCOPE_BITS
+    from retrieval.index.cells import SCOPE_BITS
 
     rng = np.random.default_rng(3)
     values = vectors(12_000, rng)
@@ -735,7 +737,7 @@ def test_a_loaded_mirror_has_room_for_the_writes_after_it(backend, agent, settin
             *({"memory_key": f"row.{i}", "value": f"note {i} on the plant rota"} for i in range(start, start + 400))
         )
     wait_for_mirror(agent)
-    mirror = vector_mirror.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.peek(agent_org(agent), agent.namespace, "fake-ngram-384")
     values, codes = mirror.values, mirror.codes
     agent.set(*({"memory_key": f"after.{i}", "value": f"late note {i} about the boiler"} for i in range(200)))
     assert len(mirror.ids) == 1400
@@ -755,9 +757,9 @@ def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_cha
 
     from tests.synthetic import mirror, vectors
 
-    monkeypatch.setattr(vector_mirror, "BACKGROUND_MIN_ROWS", 1024)
-    monkeypatch.setattr(vector_mirror, "GROW_AHEAD_LAST_ROWS", 10)  # the rows added meanwhile: copied outside too
-    copying, go, grown = threading.Event(), threading.Event(), vector_mirror.Vectors._grown
+    monkeypatch.setattr(growth, "BACKGROUND_MIN_ROWS", 1024)
+    monkeypatch.setattr(growth, "GROW_AHEAD_LAST_ROWS", 10)  # the rows added meanwhile: copied outside too
+    copying, go, grown = threading.Event(), threading.Event(), index.Vectors._grown
 
     def paused(self, *args):  # the background copy, held until the changes below are made
         arrays = grown(self, *args)
@@ -766,7 +768,7 @@ def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_cha
             go.wait(30)
         return arrays
 
-    monkeypatch.setattr(vector_mirror.Vectors, "_grown", paused)
+    monkeypatch.setattr(index.Vectors, "_grown", paused)
     values = vectors(1100, np.random.default_rng(11))
     built = mirror("ns", values[:900], None)  # room for 1,024 rows: 900 is past 7/8 of it
     assert copying.wait(30)
@@ -790,7 +792,7 @@ def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_ar
     reallocated); its rows still join the new cells, so a copy of one finds it."""
     import numpy as np
 
-    from retrieval.store import cells
+    from retrieval.index import cells
     from tests.synthetic import mirror, vectors
 
     rng = np.random.default_rng(9)
@@ -819,10 +821,10 @@ def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_pl
 
     import numpy as np
 
-    from retrieval.store import cells
+    from retrieval.index import cells
     from tests.synthetic import mirror, unit, vectors
 
-    monkeypatch.setattr(vector_mirror, "BACKGROUND_MIN_ROWS", 1024)
+    monkeypatch.setattr(growth, "BACKGROUND_MIN_ROWS", 1024)
     building, go, merged = threading.Event(), threading.Event(), cells._merged
 
     def paused(*args):  # the background build, held until the write below is made
@@ -882,7 +884,7 @@ def test_the_write_gates_cells_are_retrained_as_the_mirror_grows_by_half_or_its_
     built.nearest(first[:1], ["x"], [("default", "", "", "", "fact")])
     wait_until(lambda: built.cells is not trained)
     assert built.cells.rows == 3800 and len(built.cells.fine) > len(trained.fine)
-    from retrieval.store import cells
+    from retrieval.index import cells
 
     monkeypatch.setattr(cells, "STRAYS_GROWN", 1000)  # a few cells' worth, at this size
     strays = vectors(1100, rng)  # other topics
@@ -906,7 +908,7 @@ def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings
     traced = agent.call("memory.search_trace", {"query": "production deploys"}, agent.token).json
     assert traced["vector_read"] == "codes"
     settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = 1
-    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.get(agent_org(agent), agent.namespace, "fake-ngram-384")
 
     def checked():  # once the mirror has been sent enough queries, it asks whether the bits keep their nearest rows
         agent.search("production deploys")
@@ -965,7 +967,7 @@ def test_the_candidates_chosen_are_the_largest_scores(shape):
     }[shape].astype(np.float32)
     eligible = np.sort(scores[scores > -np.inf])
     for count in (1, 132, 1000, 5000):
-        chosen = vector_mirror._largest(scores, count)
+        chosen = scan.largest(scores, count)
         assert len(chosen) == len(set(chosen.tolist())) == min(count, len(eligible))
         assert sorted(scores[chosen]) == sorted(eligible[-count:])
 
@@ -1003,7 +1005,7 @@ def test_a_loaded_mirror_keeps_one_copy_of_the_strings_its_rows_share(backend, a
     agent.set(*[{**row, "session_id": "weekly-sync", "tags": ["ops"]} for row in ROWS])
     wait_for_mirror(agent)
     agent.set({"memory_key": "canteen", "value": "the canteen opens at eight", "session_id": "weekly-sync"})
-    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.get(agent_org(agent), agent.namespace, "fake-ngram-384")
     for column in ("namespace", "agent", "session_id"):
         assert len({id(getattr(rid, column)) for rid in mirror.ids}) == 1, column
     assert len({id(meta["tags"][0]) for meta in mirror.meta[: len(ROWS)]}) == 1
@@ -1019,7 +1021,7 @@ def test_a_loaded_mirror_leaves_the_garbage_collector_nothing_to_walk_per_row(ba
     agent.set(*[{**row, "tags": ["ops", "weekly"], "entities": ["Acme"]} for row in ROWS])
     wait_for_mirror(agent)
     agent.set({"memory_key": "canteen", "value": "the canteen opens at eight", "tags": ["food"], "entities": ["Bo"]})
-    mirror = vector_mirror.get(agent_org(agent), agent.namespace, "fake-ngram-384")
+    mirror = index.get(agent_org(agent), agent.namespace, "fake-ngram-384")
     gc.collect()
     assert len(mirror.meta) == len(ROWS) + 1
     assert {tag for meta in mirror.meta for tag in meta["tags"]} == {"ops", "weekly", "food"}

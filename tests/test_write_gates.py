@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from retrieval.index import reading
 from tests import events
 from tests.test_vector_mirror import agent_org, wait_for_mirror
 
@@ -21,9 +22,9 @@ def stored(agent, *items, **common):
 
 @pytest.fixture(params=["scan", "mirror", "cells", "stored"])
 def path(request, backend, agent, settings):
-    """Judged by a ClickHouse scan, by the loaded vector mirror, by the mirror's cells (retrieval/store/cells.py:
+    """Judged by a ClickHouse scan, by the loaded vector mirror, by the mirror's cells (retrieval/index/cells.py:
     here from the first row, as a namespace past LOOM_WRITE_GATES_EXACT_ROWS is), or by the namespace's cells stored
-    in ClickHouse (retrieval/store/stored_cells.py: here with no mirror and no scan, as a namespace past its compact
+    in ClickHouse (retrieval/index/stored_cells.py: here with no mirror and no scan, as a namespace past its compact
     mirror's bytes is)."""
     if request.param == "cells":
         settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
@@ -39,7 +40,7 @@ def path(request, backend, agent, settings):
 def wait_for_stored_cells(agent, model):
     """Two unrelated rows: the second's batch finds no stored cells, begins their training and waits for it (up to
     LOOM_WRITE_GATES_LOAD_WAIT_S); poll until ready."""
-    from retrieval.store import stored_cells
+    from retrieval.index import stored_cells
 
     org = agent_org(agent)
     reply = agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
@@ -134,7 +135,7 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_training_its_pace_says_wi
 ):
     """A batch waits for the stored cells only while their training's pace so far (the rows it has indexed) says
     they will be ready within the wait: a million rows train for ~45 s."""
-    from retrieval.store import stored_cells
+    from retrieval.index import stored_cells
 
     settings.LOOM_VECTOR_MIRROR, settings.LOOM_WRITE_GATES_MAX_PAIRS = False, 0
     settings.LOOM_WRITE_GATES = False
@@ -158,7 +159,7 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_training_its_pace_says_wi
 def slow_training(monkeypatch):
     """Stored cells' trainings that sample the namespace, then wait for the event returned before they fit: a
     namespace whose training takes a while, as a large one's does."""
-    from retrieval.store import stored_cells
+    from retrieval.index import stored_cells
 
     release, original = threading.Event(), stored_cells._sample
     monkeypatch.setattr(stored_cells, "_sample", lambda *args: (original(*args), release.wait(10))[0])
@@ -170,10 +171,9 @@ def slow_training(monkeypatch):
 def slow_load(monkeypatch):
     """Mirror loads that read the namespace, then wait for the event returned before they install it: a namespace
     whose load takes a while, as a large one's does after a start."""
-    from retrieval.store import vector_mirror
 
-    release, original = threading.Event(), vector_mirror._load
-    monkeypatch.setattr(vector_mirror, "_load", lambda *args: (original(*args), release.wait(10))[0])
+    release, original = threading.Event(), reading.load
+    monkeypatch.setattr(reading, "load", lambda *args: (original(*args), release.wait(10))[0])
     yield release
     release.set()
 
@@ -219,7 +219,7 @@ def test_a_batch_too_large_to_scan_is_stored_unjudged_when_the_load_and_the_trai
 
 
 def wait_for_training():
-    from retrieval.store import stored_cells
+    from retrieval.index import stored_cells
 
     deadline = time.monotonic() + 30
     while stored_cells.training():
@@ -232,7 +232,6 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_load_its_pace_says_will_b
 ):
     """A batch waits for the mirror only while the load's pace so far says it will be in within the wait: a million
     rows' load takes a minute, and each write during it would wait the whole time, to be stored unjudged after all."""
-    from retrieval.store import vector_mirror
 
     settings.LOOM_WRITE_GATES_MAX_PAIRS = 0
     settings.LOOM_WRITE_GATES = False
@@ -241,12 +240,10 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_load_its_pace_says_will_b
     )
     settings.LOOM_WRITE_GATES = True
     # Nine rows loaded in four ranges (one row, then three at a time), each read in 0.5 s: ~2 s in all.
-    monkeypatch.setattr(vector_mirror, "FIRST_LOAD_STEP", 1)
-    monkeypatch.setattr(vector_mirror, "LOAD_STEP", 3)
-    read = vector_mirror._live_memory_columns
-    monkeypatch.setattr(
-        vector_mirror, "_live_memory_columns", lambda *args, **kw: (time.sleep(0.5), read(*args, **kw))[1]
-    )
+    monkeypatch.setattr(reading, "FIRST_LOAD_STEP", 1)
+    monkeypatch.setattr(reading, "LOAD_STEP", 3)
+    read = reading.live_memory_columns
+    monkeypatch.setattr(reading, "live_memory_columns", lambda *args, **kw: (time.sleep(0.5), read(*args, **kw))[1])
     settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 3.0  # its first row read in 0.5 s: nine would take 4.5 s
     started = time.monotonic()
     [copy] = stored(agent, {"memory_key": "b", "value": DARK})

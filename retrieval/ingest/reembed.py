@@ -14,10 +14,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from retrieval import index
 from retrieval.ingest import digests, entities, passes, write
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, cluster, vector_mirror
+from retrieval.store import clickhouse, cluster
 from retrieval.store.rows import IDENTITY_COLUMNS, next_version
 from tenancy.access import Scope
 
@@ -180,7 +181,7 @@ def _reembed(served, scope: Scope, rows: list[dict]) -> int:
     clickhouse.insert("memory_embeddings", fresh)
     active = [row for row in fresh if row["status"] == "active"]
     live = [memories[tuple(row[name] for name in IDENTITY)] for row in active]
-    vector_mirror.added(org, namespace, active, [c for c in chunks if c["status"] == "active"], live)
+    index.added(org, namespace, active, [c for c in chunks if c["status"] == "active"], live)
     return len(fresh)
 
 
@@ -192,7 +193,7 @@ def _rekey(served, scope: Scope, rows: list[dict]) -> int:
     revision = next_version()
     fresh = [{**row, "key_vector": key, "revision": revision} for row, key in zip(rows, keys)]
     clickhouse.insert("memory_embeddings", fresh)
-    vector_mirror.added(org, namespace, [row for row in fresh if row["status"] == "active"], [], [])
+    index.added(org, namespace, [row for row in fresh if row["status"] == "active"], [], [])
     return len(fresh)
 
 

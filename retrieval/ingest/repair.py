@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
-from retrieval import metrics
+from retrieval import index, metrics
 from retrieval.ingest.write import DELETED, SIDE_TABLES, retire_side_rows
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 from retrieval.store.rows import THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 from tenancy.roles import Role
@@ -83,7 +83,7 @@ def sweep(older_than: timedelta | None = None, only_org: str | None = None) -> i
         )
         rows = [dict(zip(("memory_key", "agent", "session_id", "version"), identity)) for identity in identities]
         retire_side_rows(scope, rows, DELETED, revision)
-        vector_mirror.retired(org, namespace, rows)  # a mirror loaded from the tables may hold them
+        index.retired(org, namespace, rows)  # a mirror loaded from the tables may hold them
         swept += len(identities)
     metrics.swept.inc(swept)
     return swept

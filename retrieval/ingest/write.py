@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 import numpy as np
 from django.conf import settings
 
-from retrieval import knobs
+from retrieval import index, knobs
 from retrieval.errors import Refusal
 from retrieval.ingest import sensitivity, write_gates
 from retrieval.language import amounts, chunking, names, sentences, text
 from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, extraction_queue, reads, stored_cells, vector_mirror
+from retrieval.store import clickhouse, extraction_queue, reads
 from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 
@@ -464,7 +464,7 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.F
     storing = clickhouse.inserting(
         [
             ("memory_embeddings", embeddings),
-            ("vector_cells", stored_cells.rows_for(scope.org, scope.namespace, embeddings)),
+            ("vector_cells", index.stored_cell_rows(scope.org, scope.namespace, embeddings)),
             ("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]),
             lambda: retire_side_rows(scope, retired, SUPERSEDED, revision),
             side.result,  # raises, and stores no `memories` row, when the side rows failed
@@ -472,11 +472,11 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.F
         ]
     )
     try:
-        show = vector_mirror.staged(scope.org, scope.namespace, embeddings, rows)
+        show = index.staged(scope.org, scope.namespace, embeddings, rows)
     finally:
         futures.wait([storing])
     storing.result()
-    vector_mirror.retired(scope.org, scope.namespace, retired)
+    index.retired(scope.org, scope.namespace, retired)
     show(chunks)
 
 
@@ -546,8 +546,8 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         chunks = [chunk for plan in plans for chunk in _chunk_rows(plan, revision, now)]
         clickhouse.insert("memory_chunks", chunks)
         clickhouse.insert("memory_embeddings", embeddings)
-        clickhouse.insert("vector_cells", stored_cells.rows_for(scope.org, scope.namespace, embeddings))
-        vector_mirror.added(scope.org, scope.namespace, embeddings, chunks, rows)
+        clickhouse.insert("vector_cells", index.stored_cell_rows(scope.org, scope.namespace, embeddings))
+        index.added(scope.org, scope.namespace, embeddings, chunks, rows)
     return len(rows)
 
 
@@ -696,7 +696,7 @@ def _retire(scope: Scope, rows: list[dict], status: str, superseded_by: int = 0)
             for row in rows
         ],
     )
-    vector_mirror.retired(scope.org, scope.namespace, rows)
+    index.retired(scope.org, scope.namespace, rows)
     llm.forget_answers(scope.org, sorted({row["memory_key"] for row in rows}))
 
 

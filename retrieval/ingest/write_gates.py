@@ -6,10 +6,10 @@ visible wherever its duplicate is) passes the duplicate gate, and that holds the
 same numbers, versions, dates, identifiers and names, is stored as a duplicate of
 it; past the conflict gate, it carries a conflict verdict. The nearest stored row
 comes from the namespace's vector mirror when it is loaded (exactly, or past
-LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/store/cells.py; a
+LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/index/cells.py; a
 namespace whose full mirror would not fit LOOM_VECTOR_MIRROR_MAX_BYTES keeps a compact one, its rows' vectors as
 two int8 codes), else from one ClickHouse scan joined to the batch by write scope, or, a batch too large to scan, from
-the namespace's cells stored in ClickHouse (retrieval/store/stored_cells.py; while they are first trained, waiting up
+the namespace's cells stored in ClickHouse (retrieval/index/stored_cells.py; while they are first trained, waiting up
 to LOOM_WRITE_GATES_LOAD_WAIT_S for the mirror's load, else for them); the batch's own earlier rows count too.
 `write.set_memories` calls `judge` on its plans before anything is stored.
 """
@@ -21,10 +21,10 @@ import time
 import numpy as np
 from django.conf import settings
 
-from retrieval import metrics
+from retrieval import index, metrics
 from retrieval.gates import thresholds
 from retrieval.language import names
-from retrieval.store import clickhouse, reads, stored_cells, vector_mirror
+from retrieval.store import clickhouse, reads
 from retrieval.store.eligibility import Eligibility
 from tenancy.access import Scope
 
@@ -45,7 +45,7 @@ def judge(scope: Scope, plans: list) -> None:
     model = todo[0].row["embedding_model"]
     vectors = np.asarray([plan.head_vector for plan in todo], dtype=np.float32)
     keys = [plan.row["memory_key"] for plan in todo]
-    scopes = [vector_mirror.scope_of(plan.row) for plan in todo]
+    scopes = [index.scope_of(plan.row) for plan in todo]
     nearest = _nearest_stored(scope, model, vectors, keys, scopes)
     if nearest is None:  # said, not hidden
         _said(todo, "skipped")
@@ -103,13 +103,13 @@ def _values(scope: Scope, wanted: list[tuple[str, tuple]]) -> dict[tuple[str, tu
         return {}
     rows = clickhouse.query(
         f"""
-        SELECT memory_key, {", ".join(vector_mirror.SCOPE)}, value FROM memories FINAL
+        SELECT memory_key, {", ".join(index.SCOPE)}, value FROM memories FINAL
         WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND memory_key IN {{keys:Array(String)}}
           AND status = 'active'
         """,
         {"org": scope.org, "namespace": scope.namespace, "keys": sorted({key for key, _ in wanted})},
     )
-    return {(row["memory_key"], vector_mirror.scope_of(row)): row["value"] for row in rows}
+    return {(row["memory_key"], index.scope_of(row)): row["value"] for row in rows}
 
 
 def _earlier_in_batch(vectors: np.ndarray, keys: list[str], scopes: list[tuple]) -> np.ndarray:
@@ -127,14 +127,14 @@ def _nearest_stored(
 ) -> list[tuple[str, float, str | None] | None] | None:
     """Each vector's nearest stored row (its key, the cosine, its value when the mirror holds it): from the vector
     mirror when it is loaded (a compact one past the byte budget), else a ClickHouse scan; a batch over
-    LOOM_WRITE_GATES_MAX_PAIRS reads the namespace's stored cells instead (retrieval/store/stored_cells.py), or,
+    LOOM_WRITE_GATES_MAX_PAIRS reads the namespace's stored cells instead (retrieval/index/stored_cells.py), or,
     while they are first trained, waits up to LOOM_WRITE_GATES_LOAD_WAIT_S for the mirror's load, else for them.
     None when none answers, or a read fails (the write stands, unjudged)."""
-    vector_mirror.sync(scope.org, [scope.namespace], model)
-    mirror = vector_mirror.get(scope.org, scope.namespace, model, compact=True) if vector_mirror.enabled() else None
+    index.sync(scope.org, [scope.namespace], model)
+    mirror = index.get(scope.org, scope.namespace, model, compact=True) if index.enabled() else None
     if mirror is not None:
         if len(mirror.ids) >= settings.LOOM_WRITE_GATES_STORED_CELLS_FROM > 0:
-            stored_cells.keep(scope.org, scope.namespace, model)  # for the batches of a restart's load
+            index.keep_stored_cells(scope.org, scope.namespace, model)  # for the batches of a restart's load
         return mirror.nearest(vectors, keys, scopes)
     try:
         stored = reads.live_rows(scope.org, scope.namespace)
@@ -142,7 +142,7 @@ def _nearest_stored(
             return [None] * len(keys)
         if len(keys) * stored <= settings.LOOM_WRITE_GATES_MAX_PAIRS:
             return _nearest_in_clickhouse(scope, model, vectors, keys, scopes)
-        found = stored_cells.nearest(scope.org, scope.namespace, model, vectors, keys, scopes, stored)
+        found = index.stored_nearest(scope.org, scope.namespace, model, vectors, keys, scopes, stored)
         if found is not None:
             return found
         # Too many pairs to scan, and no stored cells yet (their training has begun): the first write after a start
@@ -151,12 +151,12 @@ def _nearest_stored(
         # thousand rows.
         waited = settings.LOOM_WRITE_GATES_LOAD_WAIT_S
         deadline = time.monotonic() + waited
-        loading = waited and vector_mirror.enabled()
-        if loading and (mirror := vector_mirror.awaited(scope.org, scope.namespace, model, waited)) is not None:
-            vector_mirror.sync(scope.org, [scope.namespace], model)  # (what other processes wrote as it loaded)
+        loading = waited and index.enabled()
+        if loading and (mirror := index.awaited(scope.org, scope.namespace, model, waited)) is not None:
+            index.sync(scope.org, [scope.namespace], model)  # (what other processes wrote as it loaded)
             return mirror.nearest(vectors, keys, scopes)
-        if waited and stored_cells.awaited(scope.org, scope.namespace, model, deadline):
-            found = stored_cells.nearest(scope.org, scope.namespace, model, vectors, keys, scopes, stored)
+        if waited and index.stored_cells_awaited(scope.org, scope.namespace, model, deadline):
+            found = index.stored_nearest(scope.org, scope.namespace, model, vectors, keys, scopes, stored)
             if found is not None:
                 return found
         log.warning(
@@ -187,10 +187,8 @@ def _nearest_in_clickhouse(
     """For each vector, the most similar live row of another key in its write scope: one scan of the namespace's
     vectors, joined to the batch by scope (so only pairs within a scope are scored)."""
     live = Eligibility(["active"])
-    batch_scope = ", ".join(
-        f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in vector_mirror.SCOPE
-    )
-    same_scope = " AND ".join(f"{name} = b_{name}" for name in vector_mirror.SCOPE)
+    batch_scope = ", ".join(f"arrayElement({{scope_{name}:Array(String)}}, i) AS b_{name}" for name in index.SCOPE)
+    same_scope = " AND ".join(f"{name} = b_{name}" for name in index.SCOPE)
     rows = clickhouse.query(
         f"""
         SELECT i, argMax(memory_key, sim) AS key, max(sim) AS best FROM (
@@ -214,7 +212,7 @@ def _nearest_in_clickhouse(
             "dim": vectors.shape[1],
             "vectors": vectors.ravel(),
             "keys": keys,
-            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
+            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(index.SCOPE)},
         },
     )
     found = {row["i"]: (row["key"], row["best"], None) for row in rows}

@@ -27,12 +27,13 @@ exempt from the per-key cap (plan.py).
 from collections import Counter
 from datetime import datetime
 
+from retrieval import index
 from retrieval.language import amounts, names, text
 from retrieval.language.query import INTENT_WORDS
 from retrieval.search.legs import Context, postings
 from retrieval.search.legs.vector import mirrored
 from retrieval.search.pool import Candidate
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 from retrieval.store.rows import IDENTITY_COLUMNS, IDENTITY_TYPE, RowId
 
 # How many rows a count names (the count itself is exact up to COUNT_LIMIT).
@@ -241,7 +242,7 @@ def _key_rows(ctx: Context, best: RowId) -> list[dict]:
 
 def _value(ctx: Context, rid: RowId) -> str:
     """A live row's value: from its mirror when it holds the value, else read."""
-    if held := vector_mirror.rows(ctx.org, ctx.model, [rid]).get(rid):
+    if held := index.rows(ctx.org, ctx.model, [rid]).get(rid):
         return held["value"]
     return clickhouse.query_value(
         """

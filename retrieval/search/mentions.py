@@ -10,8 +10,9 @@ none of its names is in memory, the search abstains with `entity_absent`.
 
 from dataclasses import dataclass, field
 
+from retrieval import index
 from retrieval.language import names as language
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 
 
 @dataclass
@@ -58,14 +59,14 @@ def _in_mirrors(
     entity. And whether that is all of them: every mirror holds its whole namespace's words."""
     asked = [name_terms[0] if len(name_terms) == 1 else "\0" for name_terms in terms]
     asked += ["\0" + name.lower() for name in names]
-    if (answer := vector_mirror.mentioned(org, namespaces, model, asked)) is None:
+    if (answer := index.mentioned(org, namespaces, model, asked)) is None:
         return set(), False
     held, whole = answer
     count = len(names)
     found = {at for at in range(count) if (held[at] and asked[at] != "\0") or held[count + at]}
     several = [at for at, name_terms in enumerate(terms) if at not in found and len(name_terms) > 1]
     if several:
-        mirrors = [vector_mirror.peek(org, namespace, model) for namespace in namespaces]
+        mirrors = [index.peek(org, namespace, model) for namespace in namespaces]
         found |= {at for at in several if any(mirror and mirror.holding_all(terms[at]) for mirror in mirrors)}
     return found, whole
 

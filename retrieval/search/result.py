@@ -2,8 +2,9 @@
 
 from dataclasses import dataclass, field
 
+from retrieval import index
 from retrieval.search.pool import Candidate
-from retrieval.store import clickhouse, conflict_decisions, vector_mirror
+from retrieval.store import clickhouse, conflict_decisions
 from retrieval.store.rows import IDENTITY_TYPE, row_id
 
 EXCERPT_CHARS = 320
@@ -61,7 +62,7 @@ def hydrate(org: str, candidates: list[Candidate], model: str = "") -> None:
     candidates = [c for c in candidates if c.source != "summary"]
     if not candidates:
         return
-    by_id = vector_mirror.rows(org, model, [c.id for c in candidates]) if model else {}
+    by_id = index.rows(org, model, [c.id for c in candidates]) if model else {}
     for rid, row in _read(org, [c for c in candidates if c.id not in by_id]).items():
         if (held := by_id.get(rid)) is None or row["revision"] > held["revision"]:
             by_id[rid] = row

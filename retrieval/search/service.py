@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.conf import settings
 
-from retrieval import knobs
+from retrieval import index, knobs
 from retrieval.gates import thresholds
 from retrieval.gates.thresholds import Gates
 from retrieval.ingest import entities
@@ -47,7 +47,7 @@ from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
 from retrieval.search.pool import Candidate, Pool
 from retrieval.search.result import SearchResult, contradictions, hits, hydrate, provenance, reader_block
-from retrieval.store import change_marker, clickhouse, eligibility, extraction_queue, namespaces, reads, vector_mirror
+from retrieval.store import change_marker, clickhouse, eligibility, extraction_queue, namespaces, reads
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     # before any leg reads; each only where the namespaces' stamps, read once for both, moved since it last asked.
     stamps = change_marker.read(scope.org, sorted({*searched, scope.namespace}))
     side = clickhouse.on_the_side(reads.side_tables_held, scope.org, searched, scope.namespace, stamps)
-    vector_mirror.sync(scope.org, searched, embedder.model_name, stamps)
+    index.sync(scope.org, searched, embedder.model_name, stamps)
     degraded = []
     try:
         side_held, revision = side.result()

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from retrieval import index
 from retrieval.language import text
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def _from_mirror(org: str, namespace: str, model: str, words: list[str]) -> dict
     them: read from the rows the mirror's postings name for each word's stem. A word more than MIRROR_ROWS_A_WORD
     rows hold is counted over that many of them, evenly spaced: the rule compares shares. None when the namespace's
     mirror is not loaded, or does not hold every live row's words."""
-    mirror = vector_mirror.peek(org, namespace, model) if vector_mirror.enabled() else None
+    mirror = index.peek(org, namespace, model) if index.enabled() else None
     stems = dict(zip(words, text.stems(words)))
     held = mirror.values_holding(sorted(set(stems.values())), MIRROR_ROWS_A_WORD) if mirror else None
     if held is None:

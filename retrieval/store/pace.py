@@ -1,5 +1,5 @@
 """How long work under way will take, at its pace so far: a write batch waits for a mirror's load
-(vector_mirror.awaited) or a training of stored cells (stored_cells.awaited) only while it will be in before the
+(index.awaited) or a training of stored cells (stored_cells.awaited) only while it will be in before the
 batch's deadline."""
 
 

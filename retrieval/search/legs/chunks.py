@@ -1,12 +1,13 @@
 """Verbatim chunks: passages of long values; each parent row keeps its best passage."""
 
+from retrieval import index
 from retrieval.search.legs import BASE, TIE_BREAK, Context
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 from retrieval.store.rows import row_id
 
 
 def run(ctx: Context):
-    if vector_mirror.without_chunks(ctx.org, ctx.namespaces, ctx.model):
+    if index.without_chunks(ctx.org, ctx.namespaces, ctx.model):
         return []  # no value in these namespaces was long enough to chunk
     rows = clickhouse.query(
         f"""

@@ -2,9 +2,10 @@
 
 import numpy as np
 
+from retrieval import index
 from retrieval.language import text
 from retrieval.search.legs import Context, matches, postings, rows_to_hits
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 
 _EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>"
 
@@ -15,7 +16,7 @@ def known(org: str, namespaces: list[str], model: str, names: list[str]) -> list
     questions naming something), else one statement."""
     if not names:
         return []
-    held = vector_mirror.mentioned(org, namespaces, model, ["\0" + name for name in names])
+    held = index.mentioned(org, namespaces, model, ["\0" + name for name in names])
     if held is not None and held[1]:
         return sorted({name for name, mentioned in zip(names, held[0]) if mentioned})
     rows = clickhouse.query_rows(

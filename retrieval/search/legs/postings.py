@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from retrieval.index import Postings
 from retrieval.search.legs import Context
 from retrieval.search.legs.vector import mirrored
 from retrieval.store.rows import RowId
-from retrieval.store.vector_mirror import Postings
 
 
 def read(ctx: Context, terms: list[str], field: str) -> list[Postings] | None:

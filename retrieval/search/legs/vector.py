@@ -4,8 +4,9 @@ The key axis scores least(value distance, key distance): a question that names
 the attribute a key encodes finds the row by its key.
 """
 
+from retrieval import index
 from retrieval.search.legs import TIE_BREAK, Context, Hit
-from retrieval.store import clickhouse, vector_mirror
+from retrieval.store import clickhouse
 from retrieval.store.rows import IDENTITY_TYPE, META, RowId, name_order, row_id
 
 
@@ -51,14 +52,14 @@ def mirrored(ctx: Context) -> list | None:
     """The namespaces' mirrors, when they hold exactly the rows this search may read (else None: read ClickHouse)."""
     found = ctx.eligible
     if (
-        not vector_mirror.enabled()
+        not index.enabled()
         or found.narrowed
         or found.statuses != ["active"]
         or not found.hide_reflections
         or not found.hide_duplicates
     ):
         return None
-    mirrors = [vector_mirror.get(ctx.org, namespace, ctx.model, ctx.key_axis) for namespace in ctx.namespaces]
+    mirrors = [index.get(ctx.org, namespace, ctx.model, ctx.key_axis) for namespace in ctx.namespaces]
     return None if any(mirror is None for mirror in mirrors) else mirrors
 
 

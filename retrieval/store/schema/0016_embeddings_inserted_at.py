@@ -1,5 +1,5 @@
 """When each vector row reached the engine, by the engine's clock: how a process's vector mirror learns of the
-rows other processes wrote (retrieval/store/vector_mirror.py `sync`)."""
+rows other processes wrote (retrieval/index/ `sync`)."""
 
 STATEMENTS = [
     # MATERIALIZED, never written by a client: a copied row (INSERT ... SELECT *, a retirement) gets its own time,

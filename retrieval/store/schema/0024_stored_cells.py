@@ -1,6 +1,6 @@
 """Stored cells: the write gates' inverted file kept in ClickHouse, for a namespace no vector mirror holds here (past
 even its compact mirror's bytes, LOOM_VECTOR_MIRROR off, or a restart's load not in yet): a batch reads the few
-cells nearest its values by primary key instead of being stored unjudged (retrieval/store/stored_cells.py).
+cells nearest its values by primary key instead of being stored unjudged (retrieval/index/stored_cells.py).
 
 `vector_centroids`: a training of a namespace's cells (a version, `trained_at`) as rows, one per state it reached:
 `training` (the claim, rewritten as it moves on, so that two processes never both train and an abandoned training

@@ -1,4 +1,4 @@
-"""Stored cells: the write gates' inverted file (retrieval/store/cells.py) kept in ClickHouse, for a namespace that no
+"""Stored cells: the write gates' inverted file (retrieval/index/cells.py) kept in ClickHouse, for a namespace that no
 vector mirror holds in this process: past even its compact mirror's bytes, with LOOM_VECTOR_MIRROR off, or while a
 restart's load is not in. Before, a batch too large to scan (LOOM_WRITE_GATES_MAX_PAIRS) was stored unjudged there.
 
@@ -31,8 +31,11 @@ import numpy as np
 from django.conf import settings
 
 from retrieval import caching
-from retrieval.store import clickhouse, cluster, pace, vector_mirror
-from retrieval.store.cells import Cells, sample_size
+from retrieval.index.cells import Cells, sample_size
+from retrieval.index.held import SCOPE
+from retrieval.index.reading import SYNC_LAG
+from retrieval.index.scan import coded
+from retrieval.store import clickhouse, cluster, pace
 from retrieval.store.eligibility import Eligibility
 
 log = logging.getLogger(__name__)
@@ -49,9 +52,9 @@ _EVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 _LIVE = Eligibility(["active"])  # what a canonical may be: an active row, not itself a duplicate
 # SQL made from the write scope's columns: each batch value's scope, and a cell row's being of it.
-_BATCH_SCOPE = ", ".join(f"{{scope_{name}:Array(String)}}[i] AS b_{name}" for name in vector_mirror.SCOPE)
-_SAME_SCOPE = " AND ".join(f"vector_cells.{name} = b_{name}" for name in vector_mirror.SCOPE)
-_ROW_COLUMNS = ("memory_key", "version", *vector_mirror.SCOPE)  # what a cell row keeps of its row (and its codes)
+_BATCH_SCOPE = ", ".join(f"{{scope_{name}:Array(String)}}[i] AS b_{name}" for name in SCOPE)
+_SAME_SCOPE = " AND ".join(f"vector_cells.{name} = b_{name}" for name in SCOPE)
+_ROW_COLUMNS = ("memory_key", "version", *SCOPE)  # what a cell row keeps of its row (and its codes)
 
 
 class Version(NamedTuple):
@@ -143,7 +146,7 @@ def _cell_rows(org: str, namespace: str, model: str, version: Version, rows: lis
     if (cells := _cells_of(org, namespace, model, version.trained_at)) is None:
         return []
     placed = cells.home(vectors).tolist()
-    codes, scales = vector_mirror.coded(vectors)
+    codes, scales = coded(vectors)
     return [
         {
             "org": org,
@@ -223,7 +226,7 @@ def nearest(
             "lines": lines.tolist(),
             "cells": read.ravel().tolist(),
             "wanted": np.unique(read).tolist(),
-            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(vector_mirror.SCOPE)},
+            **{f"scope_{name}": [s[at] for s in scopes] for at, name in enumerate(SCOPE)},
         },
     )
     return _rescored(org, namespace, model, vectors, candidates)
@@ -375,7 +378,7 @@ def train(org: str, namespace: str, model: str) -> Version | None:
     # listed the versions before it was ready reads the older one meanwhile: once that is past, what came since the
     # centroids is indexed again (the table folds the copies), and then the older versions are dropped.
     time.sleep(SETTLE_S)
-    _index(claim, version, since=filled - vector_mirror.SYNC_LAG)
+    _index(claim, version, since=filled - SYNC_LAG)
     _retire_before(claim)
     return ready(org, namespace, model)
 

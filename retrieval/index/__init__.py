@@ -1,0 +1,69 @@
+"""The in-process index: each namespace's live vectors, words and what a hit shows of its rows, mirrored from
+ClickHouse so a search of it reads numpy instead of scanning the engine (docs/benchmarks.md, "Scale").
+
+This module is the door: the legs, the write gates and the write path import these names and nothing below them
+(an import-linter contract keeps it so). The index is never a second source of truth: a search it cannot answer
+exactly (filters, `as_of`, a namespace not loaded, a row whose words are not held) reads ClickHouse, and
+`LOOM_VECTOR_MIRROR=false` turns it off.
+
+- `registry`: which namespaces are held (loaded on a first search, in the background), brought up to date before an
+  op reads them (`sync`: what other processes wrote, on a ClickHouse server), warmed at a start, dropped least
+  recently searched first to stay within LOOM_VECTOR_MIRROR_MAX_BYTES (a namespace alone past it keeps a compact
+  mirror, for its write gates alone).
+- `vectors`: one namespace's arrays (`Vectors`), with its reads (`nearest`), words (`postings`) and growth (`growth`),
+  over the kernels of `scan`; `held`: how a row is kept; `reading`: what a load and a delta read from ClickHouse.
+- `notices`: what the write path tells it, after its statements succeed (a batch's rows held hidden meanwhile).
+- `cells`, `stored_cells`: the write gates' partition of a large namespace, in memory and kept in ClickHouse.
+
+Values are immutable per version and status only moves forward, so a live row's copy is never stale once its notice
+is applied.
+"""
+
+from retrieval.index.held import SCOPE, scope_of
+from retrieval.index.notices import added, retired, staged
+from retrieval.index.postings import Postings
+from retrieval.index.registry import (
+    awaited,
+    enabled,
+    get,
+    held_bytes,
+    loaded,
+    loading,
+    mentioned,
+    peek,
+    rows,
+    sync,
+    warm,
+    without_chunks,
+)
+from retrieval.index.stored_cells import awaited as stored_cells_awaited
+from retrieval.index.stored_cells import keep as keep_stored_cells
+from retrieval.index.stored_cells import nearest as stored_nearest
+from retrieval.index.stored_cells import rows_for as stored_cell_rows
+from retrieval.index.vectors import Vectors
+
+__all__ = [
+    "SCOPE",
+    "Postings",
+    "Vectors",
+    "added",
+    "awaited",
+    "enabled",
+    "get",
+    "held_bytes",
+    "keep_stored_cells",
+    "loaded",
+    "loading",
+    "mentioned",
+    "peek",
+    "retired",
+    "rows",
+    "scope_of",
+    "staged",
+    "stored_cell_rows",
+    "stored_cells_awaited",
+    "stored_nearest",
+    "sync",
+    "warm",
+    "without_chunks",
+]
