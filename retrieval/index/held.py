@@ -15,8 +15,12 @@ SHOWN_META = ("memory_type", "tags", "entities", "source_class")
 def meta_of(row: dict) -> dict:
     """A row's rank columns as the mirror keeps them: lists (tags, entities) as tuples. The garbage collector stops
     tracking a dict of immutable values; with lists, every row left three objects for each full collection to walk,
-    every thread held meanwhile (docs/benchmarks.md). Strings interned, as in `held_id`."""
-    return {name: _interned(row[name]) for name in META}
+    every thread held meanwhile (docs/benchmarks.md). Strings interned, as in `held_id`; `dated_at` as its
+    DateTime64(3) column keeps it (a write's notice carries microseconds, which a read of the row never shows)."""
+    meta = {name: _interned(row[name]) for name in META}
+    if (dated := meta["dated_at"]) is not None and dated.microsecond % 1000:
+        meta["dated_at"] = native.as_stored(dated)
+    return meta
 
 
 def _interned(value):
