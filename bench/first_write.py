@@ -45,7 +45,7 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
     from locomo import corpus
 
     from retrieval import index
-    from retrieval.index import stored_cells
+    from retrieval.index import stored_training
     from retrieval.ingest import write
     from retrieval.providers.embedders import get_embedder
     from retrieval.search import key_axis
@@ -101,14 +101,14 @@ def child(phase: str, size: int, batch: int, label: str) -> dict:
         loaded()
         started = time.perf_counter()
         one_batch("kept")
-        while stored_cells.training():
+        while stored_training.training():
             time.sleep(0.05)
         return {"warm_s": time.perf_counter() - started}
     warmed_s = time.perf_counter() - started
     first = one_batch("first")
     loaded()
     later = one_batch("later")
-    while stored_cells.training():  # one the first batch began: not left half done at the exit
+    while stored_training.training():  # one the first batch began: not left half done at the exit
         time.sleep(0.05)
     return {"warm_s": warmed_s if phase == "warmed" else None, "first": first, "later": later}
 

@@ -33,7 +33,7 @@ from django.conf import settings
 
 from bench.real_vectors import embedded
 from retrieval import index
-from retrieval.index import Vectors, stored_cells
+from retrieval.index import Vectors, stored_training
 from retrieval.store import clickhouse, schema
 from tests.synthetic import DATED, DIM, mirror, unit, vectors
 
@@ -93,7 +93,7 @@ def judged_stored(namespace: str, stored: np.ndarray, batches: list[tuple], sess
     """The stored cells' training (s) and each batch's read (ms), and what they found."""
     in_clickhouse(namespace, stored, sessions)
     start = time.perf_counter()
-    stored_cells.train("bench", namespace, "bench")
+    stored_training.train("bench", namespace, "bench")
     trained = time.perf_counter() - start
     timings, found = [], []
     for n, (batch, scopes) in enumerate(batches):
@@ -145,7 +145,7 @@ def main():
     parser.add_argument("--sessions", type=int, default=0, help="write the synthetic rows in this many sessions")
     args = parser.parse_args()
     schema.apply()
-    stored_cells.SETTLE_S = 0  # no other writer to wait for
+    stored_training.SETTLE_S = 0  # no other writer to wait for
     print(
         f"the write gates' nearest-row read (Vectors.nearest), {BATCH}-row batches, {DIM}-d; conflict gate "
         f"{settings.LOOM_CONFLICT_THRESHOLD}, duplicate gate {settings.LOOM_DUPLICATE_THRESHOLD}"

@@ -296,11 +296,11 @@ def _no_stored_cells_training_outlives_its_test(settings, monkeypatch):
     that listed the older version reads it meanwhile), and ends within its test (before its settings are restored)."""
     import time
 
-    from retrieval.index import stored_cells
+    from retrieval.index import stored_cells, stored_training
 
-    monkeypatch.setattr(stored_cells, "SETTLE_S", 0.5)
+    monkeypatch.setattr(stored_training, "SETTLE_S", 0.5)
     yield
     deadline = time.monotonic() + 30
-    while stored_cells.training() and time.monotonic() < deadline:
+    while stored_training.training() and time.monotonic() < deadline:
         time.sleep(0.01)
     stored_cells.forget()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from retrieval import index
-from retrieval.index import cells, reading, registry, stored_cells
+from retrieval.index import cells, reading, registry, stored_cells, stored_training, stored_versions
 from retrieval.store import clickhouse
 from tests.test_sql_snapshots import normalised
 from tests.test_vector_mirror import agent_org
@@ -67,9 +67,9 @@ def cell_rows(org: str, trained_at: datetime | None = None) -> int:
 
 
 def test_rows_stored_before_the_training_are_indexed_and_judge_their_copies(unscanned, agent):
-    version = stored_cells.train(*unscanned)
+    version = stored_training.train(*unscanned)
     assert version.rows == len(FACTS) == cell_rows(unscanned[0])
-    assert len(stored_cells._cells_of(*unscanned, version.trained_at).fine) >= 5  # many cells, not one
+    assert len(stored_versions.cells_of(*unscanned, version.trained_at).fine) >= 5  # many cells, not one
     copies = stored(
         agent,
         *({"memory_key": f"c{i}", "value": FACTS[i]} for i in (0, 13, 27, 39)),
@@ -86,7 +86,7 @@ def test_the_stored_cells_find_what_the_exact_scan_finds(unscanned):
     from tenancy.access import Role, Scope
 
     org, namespace, model = unscanned
-    stored_cells.train(*unscanned)
+    stored_training.train(*unscanned)
     values = [FACTS[i].replace(" in ", " during ") for i in range(0, 40, 3)]
     vectors, scopes = embedded(org, namespace, values), [DEFAULT_SCOPE] * len(values)
     keys = [f"n{i}" for i in range(len(values))]
@@ -112,7 +112,7 @@ DEFAULT_SCOPE = ("default", "", "", "", "fact")  # an item's write scope when it
 
 
 def test_rows_written_since_are_indexed_by_their_write(unscanned, agent):
-    stored_cells.train(*unscanned)
+    stored_training.train(*unscanned)
     stored(agent, {"memory_key": "later", "value": DARK})
     assert cell_rows(unscanned[0]) == len(FACTS) + 1
     [copy] = stored(agent, {"memory_key": "copy", "value": DARK})
@@ -120,7 +120,7 @@ def test_rows_written_since_are_indexed_by_their_write(unscanned, agent):
 
 
 def test_a_superseded_value_is_no_canonical_and_the_new_one_is(unscanned, agent):
-    stored_cells.train(*unscanned)
+    stored_training.train(*unscanned)
     stored(agent, {"memory_key": "f5", "value": DARK})  # f5 was FACTS[5]
     old, new = stored(agent, {"memory_key": "a", "value": FACTS[5]}, {"memory_key": "b", "value": DARK})
     assert (old["duplicate_of"], new["duplicate_of"]) == (None, "f5")
@@ -128,7 +128,7 @@ def test_a_superseded_value_is_no_canonical_and_the_new_one_is(unscanned, agent)
 
 def test_the_cells_are_trained_again_once_the_rows_doubled_and_the_old_ones_dropped(unscanned, agent, settings):
     org = unscanned[0]
-    first = stored_cells.train(*unscanned)
+    first = stored_training.train(*unscanned)
     settings.LOOM_WRITE_GATES = False
     stored(agent, *({"memory_key": f"g{i}", "value": f"{fact} (again, {i})"} for i, fact in enumerate(FACTS)))
     settings.LOOM_WRITE_GATES = True
@@ -148,7 +148,7 @@ def test_of_two_trainings_begun_at_once_the_earlier_goes_on(unscanned):
 
     def train():
         clickhouse.use_target_in_thread(target)
-        results.append(stored_cells.train(*unscanned))
+        results.append(stored_training.train(*unscanned))
         clickhouse.release_thread()
 
     threads = [threading.Thread(target=train) for _ in range(2)]
@@ -157,7 +157,7 @@ def test_of_two_trainings_begun_at_once_the_earlier_goes_on(unscanned):
     for thread in threads:
         thread.join(60)
     assert sorted(result is None for result in results) == [False, True]
-    done = [version for version in stored_cells._listed(*unscanned) if "ready" in version.states]
+    done = [version for version in stored_versions.listed(*unscanned) if "ready" in version.states]
     assert [version.trained_at for version in done] == [next(r for r in results if r).trained_at]
 
 
@@ -172,7 +172,7 @@ def test_a_training_abandoned_by_its_process_gives_way_and_a_live_one_does_not(u
         clickhouse.insert("vector_centroids", [{**row, "trained_at": moved, "updated_at": moved}])
         caching.forget_all()
 
-    claimed(datetime.now(UTC) - timedelta(seconds=stored_cells.ABANDONED_S + 60))  # its process died long ago
+    claimed(datetime.now(UTC) - timedelta(seconds=stored_versions.ABANDONED_S + 60))  # its process died long ago
     # The batch's own training goes on, and the batch waits for it: judged.
     assert stored(agent, {"memory_key": "a", "value": DARK})[0]["write_gates"] == "judged"
     wait_for_training()
@@ -183,8 +183,8 @@ def test_a_training_abandoned_by_its_process_gives_way_and_a_live_one_does_not(u
     assert {r["write_gates"] for r in more} == {"judged"}  # by the ready cells meanwhile
     # No training began here: the versions are this one's, ready (the abandoned claim went with the versions before
     # it), and the other process's.
-    listed = stored_cells._listed(*unscanned)
-    assert stored_cells.training() == 0 and [version.states for version in listed] == [
+    listed = stored_versions.listed(*unscanned)
+    assert stored_training.training() == 0 and [version.states for version in listed] == [
         {"training", "filling", "ready"},
         {"training"},
     ]
@@ -241,10 +241,10 @@ def test_a_training_watched_for_less_than_half_a_wait_is_not_taken_for_stalled(u
 def test_another_orgs_cells_never_judge_a_write(unscanned, agent, bob, call):
     from tests.conftest import Agent
 
-    stored_cells.train(*unscanned)
+    stored_training.train(*unscanned)
     other = Agent(call, bob.token("admin"))
     other.set(*({"memory_key": f"f{i}", "value": fact} for i, fact in enumerate(FACTS)))
-    stored_cells.train(bob.name, other.namespace, unscanned[2])
+    stored_training.train(bob.name, other.namespace, unscanned[2])
     [copy] = stored(other, {"memory_key": "c", "value": FACTS[1]})
     assert copy["duplicate_of"] == "f1" and cell_rows(unscanned[0]) == len(FACTS)  # its own f1; alice's untouched
     [fresh] = stored(other, {"memory_key": "d", "value": DARK})
@@ -255,7 +255,7 @@ def test_another_orgs_cells_never_judge_a_write(unscanned, agent, bob, call):
 @pytest.mark.parametrize("backend", ["embedded"], indirect=True)
 def test_the_batch_read_sends_the_statements_of_its_snapshot(unscanned, snapshot):
     org, namespace, model = unscanned
-    stored_cells.train(*unscanned)
+    stored_training.train(*unscanned)
     vectors = embedded(org, namespace, [FACTS[2]])
     with clickhouse.recorded() as statements:
         found = stored_cells.nearest(org, namespace, model, vectors, ["new"], [DEFAULT_SCOPE], len(FACTS))
@@ -277,7 +277,7 @@ def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_o
     wait_for_mirror(agent)
     settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS) + 1
     assert stored(agent, {"memory_key": "c0", "value": FACTS[0]})[0]["duplicate_of"] == "f0"  # the mirror's verdict
-    assert stored_cells.training() == 0 and stored_cells.versions(org, agent.namespace, model) == []  # too small
+    assert stored_training.training() == 0 and stored_versions.versions(org, agent.namespace, model) == []  # too small
     settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS)
     stored(agent, {"memory_key": "c1", "value": FACTS[1]})
     wait_for_training()
@@ -314,7 +314,7 @@ def test_a_row_another_process_stored_before_it_listed_the_new_cells_is_indexed_
 ):
     """A process lists a namespace's versions every RECHECK_S: until it lists a new one it stores rows unindexed. The
     training indexes the rows stored since its centroids came again, SETTLE_S after it is ready."""
-    monkeypatch.setattr(stored_cells, "SETTLE_S", 1.5)
+    monkeypatch.setattr(stored_training, "SETTLE_S", 1.5)
     target, training = clickhouse.target(), threading.Thread(target=lambda: trained_on(target, unscanned))
     training.start()
     deadline = time.monotonic() + 30
@@ -337,10 +337,10 @@ def test_a_batch_that_listed_only_the_older_cells_reads_them_until_every_process
     """A process's list of versions may be RECHECK_S old: the older version's rows are dropped SETTLE_S after the newer
     one is ready, not at once, so a batch that listed only the older one meanwhile still finds its rows."""
     org, namespace, model = unscanned
-    first = stored_cells.train(*unscanned)
+    first = stored_training.train(*unscanned)
     held = (clickhouse.target(), org, namespace, model, first.trained_at)
-    centroids = stored_cells._centroids[held]
-    monkeypatch.setattr(stored_cells, "SETTLE_S", 1.5)
+    centroids = stored_versions.centroids[held]
+    monkeypatch.setattr(stored_training, "SETTLE_S", 1.5)
     target, training = clickhouse.target(), threading.Thread(target=lambda: trained_on(target, unscanned))
     training.start()
     deadline = time.monotonic() + 30
@@ -349,8 +349,8 @@ def test_a_batch_that_listed_only_the_older_cells_reads_them_until_every_process
         time.sleep(0.02)
     time.sleep(0.5)  # (well past a drop at once, well within the settle)
     # A process unaware of it, which holds the older one's centroids.
-    stored_cells._versions.put((clickhouse.target(), org, namespace, model), [first])
-    stored_cells._centroids[held] = centroids
+    stored_versions.versions_listed.put((clickhouse.target(), org, namespace, model), [first])
+    stored_versions.centroids[held] = centroids
     [copy] = stored(agent, {"memory_key": "copy", "value": FACTS[4]})
     assert (copy["write_gates"], copy["duplicate_of"]) == ("judged", "f4")
     training.join(30)
@@ -360,7 +360,7 @@ def test_a_batch_that_listed_only_the_older_cells_reads_them_until_every_process
 def trained_on(target: str, namespace: tuple) -> None:
     clickhouse.use_target_in_thread(target)
     try:
-        stored_cells.train(*namespace)
+        stored_training.train(*namespace)
     finally:
         clickhouse.release_thread()
 
@@ -369,10 +369,12 @@ def test_a_write_listing_a_version_dropped_since_is_stored(unscanned, agent):
     """A process's list of versions may be RECHECK_S old: a write that names one a newer training dropped (as another
     process that never read its centroids) stores its rows, and the newer version is read next."""
     org, namespace, model = unscanned
-    first = stored_cells.train(*unscanned)
-    second = stored_cells.train(*unscanned)
+    first = stored_training.train(*unscanned)
+    second = stored_training.train(*unscanned)
     stored_cells.forget()  # this process never read the first version's centroids
-    stored_cells._versions.put((clickhouse.target(), org, namespace, model), [first])  # nor heard of the second
+    stored_versions.versions_listed.put(
+        (clickhouse.target(), org, namespace, model), [first]
+    )  # nor heard of the second
     result = stored(agent, {"memory_key": "during", "value": DARK})[0]
     # Its version's cells are gone: the batch asks the engine again, finds the newer one ready, and is judged by it.
     assert result["outcome"] == "created" and result["write_gates"] == "judged"

@@ -135,7 +135,7 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_training_its_pace_says_wi
 ):
     """A batch waits for the stored cells only while their training's pace so far (the rows it has indexed) says
     they will be ready within the wait: a million rows train for ~45 s."""
-    from retrieval.index import stored_cells
+    from retrieval.index import stored_training
 
     settings.LOOM_VECTOR_MIRROR, settings.LOOM_WRITE_GATES_MAX_PAIRS = False, 0
     settings.LOOM_WRITE_GATES = False
@@ -143,9 +143,9 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_training_its_pace_says_wi
     stored(agent, {"memory_key": "a", "value": DARK})
     settings.LOOM_WRITE_GATES = True
     # Nine rows indexed one a page, each page read in 0.5 s: ~4.5 s in all.
-    monkeypatch.setattr(stored_cells, "PAGE", 1)
-    page = stored_cells._page
-    monkeypatch.setattr(stored_cells, "_page", lambda *args: (time.sleep(0.5), page(*args))[1])
+    monkeypatch.setattr(stored_training, "PAGE", 1)
+    page = stored_training._page
+    monkeypatch.setattr(stored_training, "_page", lambda *args: (time.sleep(0.5), page(*args))[1])
     settings.LOOM_WRITE_GATES_LOAD_WAIT_S = 3.0  # its first row indexed in 0.5 s or more: nine would take 4.5 s
     started = time.monotonic()
     [copy] = stored(agent, {"memory_key": "b", "value": DARK})
@@ -159,10 +159,10 @@ def test_a_batch_too_large_to_scan_does_not_wait_for_a_training_its_pace_says_wi
 def slow_training(monkeypatch):
     """Stored cells' trainings that sample the namespace, then wait for the event returned before they fit: a
     namespace whose training takes a while, as a large one's does."""
-    from retrieval.index import stored_cells
+    from retrieval.index import stored_training
 
-    release, original = threading.Event(), stored_cells._sample
-    monkeypatch.setattr(stored_cells, "_sample", lambda *args: (original(*args), release.wait(10))[0])
+    release, original = threading.Event(), stored_training._sample
+    monkeypatch.setattr(stored_training, "_sample", lambda *args: (original(*args), release.wait(10))[0])
     yield release
     release.set()
 
@@ -219,10 +219,10 @@ def test_a_batch_too_large_to_scan_is_stored_unjudged_when_the_load_and_the_trai
 
 
 def wait_for_training():
-    from retrieval.index import stored_cells
+    from retrieval.index import stored_training
 
     deadline = time.monotonic() + 30
-    while stored_cells.training():
+    while stored_training.training():
         assert time.monotonic() < deadline, "the stored cells' training did not end within 30 s"
         time.sleep(0.05)
 

@@ -13,7 +13,8 @@ exactly (filters, `as_of`, a namespace not loaded, a row whose words are not hel
 - `vectors`: one namespace's arrays (`Vectors`), with its reads (`nearest`), words (`postings`) and growth (`growth`),
   over the kernels of `scan`; `held`: how a row is kept; `reading`: what a load and a delta read from ClickHouse.
 - `notices`: what the write path tells it, after its statements succeed (a batch's rows held hidden meanwhile).
-- `cells`, `stored_cells`: the write gates' partition of a large namespace, in memory and kept in ClickHouse.
+- `cells`: the write gates' partition of a large namespace; `stored_cells` the same kept in ClickHouse, for a
+  namespace no mirror holds here (its versions listed in `stored_versions`, trained in `stored_training`).
 
 Values are immutable per version and status only moves forward, so a live row's copy is never stale once its notice
 is applied.

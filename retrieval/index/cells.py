@@ -1,33 +1,30 @@
 """Cells: a large vector mirror's rows partitioned by their nearest centroid (an inverted file), so the write gates
 compare a batch with the rows of the few cells nearest each of its vectors instead of with every stored row.
 
-Why: the exact comparison is (batch x namespace) dot products, 54 ms for a 500-row batch at 10k rows here and
-1.2 s at 300k, so ingest slowed as a namespace grew. The gates only act on a row at least as close as the conflict
-gate (cosine 0.85 by default), and a row that close to a vector lies in one of the cells nearest it: with cells of
-~ROWS_PER_CELL rows a batch reads about (batch x PROBES x ROWS_PER_CELL) rows whatever the namespace's size
-(bench/gates.py measures the agreement with the exact comparison on real embeddings). Each cell keeps its rows'
-int8 codes side by side, so reading one is a contiguous pass over a quarter of the bytes (the mirror's rows are
-in write order: gathering a cell's rows from them cost more than comparing them); the rows added since the last merge
-(below) are read from the mirror's codes. One compiled pass scores every (value, row) pair a batch reads and keeps
-each value's two best (`two_best`).
+Why: the exact comparison is (batch x namespace) dot products, so ingest slowed as a namespace grew. The gates only
+act on a row at least as close as the conflict gate (cosine 0.85 by default), and a row that close to a vector lies
+in one of the cells nearest it: with cells of ~ROWS_PER_CELL rows a batch reads about (batch x PROBES x
+ROWS_PER_CELL) rows whatever the namespace's size (bench/gates.py measures the time and the agreement with the exact
+comparison; docs/benchmarks.md). Each cell keeps its rows' int8 codes side by side, so reading one is a contiguous
+pass over a quarter of the bytes (gathering a cell's rows from the mirror's write order cost more than comparing
+them); the rows added since the last merge (below) are read from the mirror's codes. One compiled pass scores every
+(value, row) pair a batch reads and keeps each value's two best (`two_best`).
 
 Two levels, so that training stays linear in the rows: ~sqrt(cells) coarse centroids (k-means over a sample),
 each split into fine centroids trained on its share of the sample; a row goes to the nearest fine centroid of its
 nearest coarse one, and a vector's probes are sought among the fine centroids of its COARSE_PROBES nearest coarse
-ones (the same nearest rows found, bench/gates.py). Centroids are means, compared by Euclidean distance: real
-embeddings share a large common direction, which unit centroids blur (on real embeddings, 8 probes found 0.986 of
-the gated rows' nearest, against 0.942 with unit centroids). A row far from every centroid (a topic the training
-never saw) has no meaningful cell: it goes to the strays, which every vector reads. Rows added later join their cell
-at once (the next batch reads them); the centroids are retrained once the rows have grown by half, or the strays
-grown, since (`due`).
+ones. Centroids are means, compared by Euclidean distance: real embeddings share a large common direction, which unit
+centroids blur (fewer of the gated rows' nearest found). A row far from every centroid (a topic the training never
+saw) has no meaningful cell: it goes to the strays, which every vector reads. Rows added later join their cell at once
+(the next batch reads them); the centroids are retrained once the rows have grown by half, or the strays grown,
+since (`due`).
 
 A cell's rows are kept in order of their write scope (the gates only compare a value with rows of its own scope), so
-a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into 40 sessions of a namespace compared
-~30x more pairs than it judged when each cell was read whole. All the cells' rows are one run of arrays, in order of
-(cell, scope) (`SCOPE_BITS`). Rows added later are first kept apart in a run of their own (their places and keys
-only; their codes are read from the mirror's), merged into the first once they are RECENT_SHARE of it, one pass over
-every row: placing each batch's rows in the cells they joined cost a pass over each such cell, ~500 cells a batch at
-a million rows, and the ingest rate fell with the cells.
+a scope's rows in a cell are one contiguous slice (`blocks`): a batch writing into many sessions of a namespace
+compares only the pairs it judges. All the cells' rows are one run of arrays, in order of (cell, scope)
+(`SCOPE_BITS`). Rows added later are first kept apart in a run of their own (their places and keys only; their codes
+are read from the mirror's), merged into the first once they are RECENT_SHARE of it, one pass over every row: placing
+each batch's rows in the cells they joined cost a pass over each such cell, and the ingest rate fell with the cells.
 """
 
 import functools
