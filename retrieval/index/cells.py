@@ -44,9 +44,8 @@ ROUNDS = 8  # k-means iterations
 STRAYS_TRAINED = 0.01, 2 * ROWS_PER_CELL
 STRAYS_GROWN = 4 * PROBES * ROWS_PER_CELL
 # The centroids are trained again once the rows are this many times those they were trained on: until then the cells
-# fill past ROWS_PER_CELL, and a batch compares as many more pairs. Replaying a grow to 1M rows on the mirror alone,
-# the gates' read took 46-50 ms a batch on average at 1.5, against 54-61 at 2, for 17-18 s of training in the
-# background against 9.5-9.7 (docs/benchmarks.md).
+# fill past ROWS_PER_CELL, and a batch compares as many more pairs: 1.5 trades some background training for a
+# quicker read (docs/benchmarks.md, "The index's choices, measured").
 RETRAIN_GROWTH = 1.5
 # A row's key: (its cell << SCOPE_BITS) + its write scope; the rows are kept in order of it.
 SCOPE_BITS = 32
@@ -92,7 +91,7 @@ class Cells:
         self.rows = self.merged = 0  # rows 0..rows-1 are in a cell; 0..merged-1 in the first run
         self.merging = False  # a merge under way in the background (`Vectors._merge_cells`)
         # The vectors `probed` last placed, and their cells and fits: a write's gates probe its rows just before the
-        # mirror places them (`cell_of`), ~4 ms a batch at a million rows.
+        # mirror places them (`cell_of`): placed once, not probed twice.
         self.placed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.trained_on = self.strays_trained = 0  # rows and strays when trained
 
@@ -183,9 +182,9 @@ class Cells:
 
     def merge(self, lock: AbstractContextManager | None = None) -> None:
         """The recent rows into the first run (`_merged`), built outside `lock` (the mirror's, when it merges in the
-        background: a merge at 1.5M rows held its writes and searches 4.2 s): the rows are read, and the new run put
-        in, under it; the rows placed meanwhile stay recent. Nothing a merge reads changes in place (a placement
-        makes new recent arrays)."""
+        background: a large merge under the lock held its writes and searches for seconds): the rows are read, and
+        the new run put in, under it; the rows placed meanwhile stay recent. Nothing a merge reads changes in place
+        (a placement makes new recent arrays)."""
         lock = lock or nullcontext()
         with lock:
             first = self.keys, self.members, self.codes, self.scales
@@ -218,11 +217,11 @@ class Cells:
     def probed(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each vector's PROBES nearest fine centroids, looked for among those of its COARSE_PROBES nearest coarse
         cells: the comparison grows with the square root of the cells, not with the cells (every fine centroid
-        compared, and partitioned, cost ~60 ms a batch at a million rows here). And its own cell, as `cell_of`
+        compared, and partitioned, cost a batch far more at a million rows). And its own cell, as `cell_of`
         places it: the nearest coarse cell is among those compared. Each coarse cell's fine centroids are compared
         with its readers in one product, into `widest` slots per (vector, coarse cell), and each vector's PROBES
-        nearest are partitioned out of its slots once: a partition per coarse cell (~60 a batch at a million rows)
-        took 16.0 ms a batch against 11.6 (11.9 against 8.7 on bench/ingest.py's vectors)."""
+        nearest are partitioned out of its slots once, not once per coarse cell (docs/benchmarks.md, "The index's
+        choices, measured")."""
         count, k = len(vectors), min(COARSE_PROBES, len(self.coarse))
         coarse_fits = _fit(vectors, self.coarse, self.coarse_half)
         coarse = _top(coarse_fits, k)  # (vectors, k)
@@ -254,7 +253,7 @@ class Cells:
         them. A vector reads the PROBES cells whose centroids are nearest it, the cell it would be placed in (a row's
         cell is chosen within its coarse cell, so it may not be among those), and the strays. One sort of every
         (cell, scope, vector) read, each one number, and one search of each run's keys for all the blocks: no pass
-        per block (~20 us each in Python, and a batch reads thousands once the cells outnumber its values' probes)."""
+        per block (a Python step each, and a batch reads thousands once the cells outnumber its values' probes)."""
         count = len(vectors)
         near = self.read_by(vectors)
         lines = np.repeat(np.arange(count), near.shape[1])
@@ -292,7 +291,7 @@ class Cells:
 @functools.cache
 def _compiled_pass():
     """`_pass_over_pairs`, compiled (cached on disk). numba is imported here, on a large namespace's first gated
-    write: it adds half a second and ~64 MB to a process that imports it."""
+    write: importing it costs a process time and memory that most never need."""
     import numba
 
     return numba.njit(cache=True, nogil=True)(_pass_over_pairs)
@@ -304,8 +303,8 @@ def _pass_over_pairs(
     """Into `best` and `scores`: each reader's two best live rows of the blocks (a `Blocks`' arrays), by the dot
     product of its query's codes with the rows' (`codes` and `scales` at a row's place in the run, or at the row when
     `by_row`). One compiled pass over the pairs, nothing gathered: with numpy, a batch's pairs were gathered (their
-    codes and queries' codes, ~30 MB a batch at 400k rows in 40 sessions), scored and sorted, 20-26 ms a batch against
-    5.3-7.0 compiled; a block of many pairs scores as fast as simsimd's cdist did (bench/gates.py)."""
+    codes and queries' codes), scored and sorted, several times slower; a block of many pairs scores as fast as
+    simsimd's cdist did (bench/gates.py; docs/benchmarks.md, "The index's choices, measured")."""
     dim = queries.shape[1]
     for block in range(len(start)):
         for read in range(first[block], first[block] + count[block]):

@@ -69,8 +69,8 @@ class Growth:
         """Grow the arrays before a write needs it, the rows copied outside the lock (searches and writes go on;
         numpy copies without the GIL) until those a write added meanwhile are few; they, the rows changed in place
         meanwhile and the rows' flags are copied under it. Grown in line, a million rows' arrays held the namespace's
-        searches and writes for 17-26 s here, most of it the kernel finding fresh pages, which the copies here fault
-        in outside the lock."""
+        searches and writes for many seconds, most of it the kernel finding fresh pages, which the copies here fault
+        in outside the lock (docs/benchmarks.md, "The index's choices, measured")."""
         try:
             with self.lock:
                 vectors, rows = self._vectors(), len(self.ids)

@@ -34,7 +34,7 @@ def _interned(value):
 def held_id(rid: RowId) -> RowId:
     """A row's id as the mirror keeps it: its namespace, agent and session interned. A decoded or parsed row
     brings its own copy of each, which the mirror would otherwise keep for every row (with the rank columns' strings,
-    ~450 bytes a row)."""
+    hundreds of bytes a row)."""
     return RowId(intern(rid.namespace), rid.memory_key, intern(rid.agent), intern(rid.session_id), rid.version)
 
 
@@ -44,8 +44,7 @@ def ms(moment) -> np.datetime64:
 
 
 def dates(moments: list) -> list[np.datetime64]:
-    """`ms` of each, every distinct moment converted once: a write's rows share theirs (3.6 ms a batch of 500 one at
-    a time)."""
+    """`ms` of each, every distinct moment converted once: a write's rows share theirs."""
     converted = {moment: ms(moment) for moment in set(moments)}
     return [converted[moment] for moment in moments]
 

@@ -46,7 +46,7 @@ class Nearest:
             self._remember(vector)
             rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES), read == "bits")
             value, key = self.values[rows] @ vector, np.zeros(len(rows), dtype=np.float32)
-        else:  # simsimd on one thread: at 45k rows 2.9 ms, where BLAS took 3.7 on two threads and 6.9 on one
+        else:  # simsimd on one thread: quicker than BLAS on two (docs/benchmarks.md, "The index's choices, measured")
             rows = np.arange(size)
             value = cdist(vector[None, :], self.values[:size], metric="dot")[0]
             key = cdist(vector[None, :], self.keys[:size], metric="dot")[0] if key_axis else np.zeros_like(value)
@@ -109,7 +109,7 @@ class Nearest:
         rows = self._bits_first(vector, self._bits_keep(size, candidates), size) if bits else slice(0, size)
         query = coded(vector[None, :])[0]  # its scale orders no row differently
         codes = self.codes[rows]
-        # In place, in float32: at 1M rows the scan is ~32 ms and each full-size temporary a few more.
+        # In place, in float32: at 1M rows each full-size temporary costs milliseconds of its own.
         approx = cdist(query, codes, metric="dot", threads=0)[0]
         approx *= self.scales[rows]
         approx[~self.visible[rows]] = -np.inf
@@ -122,8 +122,7 @@ class Nearest:
 
     def _bits_first(self, vector: np.ndarray, keep: int, size: int) -> np.ndarray:
         """The positions (ascending) of the `keep` visible rows of the first `size` whose sign bits differ least
-        from the query's: a pass over 1/32 of the float32 scan's bytes (~9 ms at 1M rows of 384-d here, where the
-        int8 pass over every row is ~32)."""
+        from the query's: a pass over 1/32 of the float32 scan's bytes (docs/benchmarks.md, "Scale")."""
         distance = cdist(signs(vector), self.bits[:size], metric="hamming", dtype="bin8", threads=0)[0]
         nearness = np.negative(distance, out=distance)
         nearness[~self.visible[:size]] = -np.inf
@@ -132,11 +131,10 @@ class Nearest:
     def _check_bits(self) -> None:
         """Whether the sign bits keep the rows nearest this mirror's own recent queries: of each one's 10 nearest
         rows (exact, float32), the share the bits pass keeps; bits serve from BITS_CHECK_FLOOR. They keep the
-        neighbours of a question that something in memory answers (real embeddings: 1.000 at 45k rows keeping 2%),
-        less so of one near no row, whose "nearest" are barely above noise (0.72 for bench/scale.py's noisiest
-        synthetic queries), so each mirror asks of the queries it is sent. In the background, outside the search
-        lock (~2 s at 1M rows); searches read every row's codes until it answers, and it asks again once the rows
-        have doubled or BITS_RECHECK_SEARCHES searches came since."""
+        neighbours of a question that something in memory answers, less so of one near no row, whose "nearest" are
+        barely above noise (bench/scale.py), so each mirror asks of the queries it is sent. In the background,
+        outside the search lock (seconds at 1M rows); searches read every row's codes until it answers, and it asks
+        again once the rows have doubled or BITS_RECHECK_SEARCHES searches came since."""
         with self.checking:
             size, searched = len(self.ids), self.searched
             checked = self.bits_checked

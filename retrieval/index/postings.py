@@ -16,13 +16,13 @@ import numpy as np
 from retrieval.language import text
 from retrieval.store.rows import RowId
 
-# Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): ~40 ms here.
+# Rows a loaded mirror counts the words of under one hold of its lock (`count_words`): a search waits at most that.
 WORDS_STEP = 2_000
 
-WORDS_PAUSE_S = 0.001  # between steps: 0.5 s over a million rows' count, ~40 s
+WORDS_PAUSE_S = 0.001  # between steps: a small share of a million rows' count
 
 # A value posting is one number: the row's position, shifted, and the term's frequency in it, capped as memory_terms
-# caps it (UInt16): one append a term where two arrays took two, and a write appends ~40 a row.
+# caps it (UInt16): one append a term where two arrays took two, and a write appends dozens a row.
 TF_BITS = 16
 
 MAX_TF = (1 << TF_BITS) - 1
@@ -50,7 +50,7 @@ class Lexical:
                 for at in np.flatnonzero(self.live[start : min(start + WORDS_STEP, rows)]).tolist():
                     self._count(start + at, +1)
             # A pause lets a waiting search or write take the lock: Python's lock is not fair, and taken again at once
-            # it kept them waiting for the whole count (3.9 s after a 100k-row load).
+            # it kept them waiting for the whole count (seconds after a 100k-row load).
             time.sleep(WORDS_PAUSE_S)
 
     def _words(self, at: int) -> tuple[Counter, set[str]] | None:

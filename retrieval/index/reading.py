@@ -33,7 +33,7 @@ def read_delta(mirror: Vectors, org: str, namespace: str, model: str) -> None:
     shows of them), retirements applied. First which rows came (identity, revision, status; no vectors), then the
     vectors of those the mirror does not hold: a row stays in the read-back window (SYNC_LAG) for a while, and this
     process's own writes reach the mirror directly, so most of what a delta sees is held already (re-reading a
-    500-row batch's vectors cost every search ~60 ms here)."""
+    batch's vectors cost every search after it tens of milliseconds)."""
     came = clickhouse.query(
         f"""
         SELECT namespace, memory_key, agent, session_id, version, revision, status, embedding_dim,
@@ -121,8 +121,8 @@ def _any_chunk(org: str, namespace: str, model: str, identities: list[tuple]) ->
 
 
 # A load reads a large namespace in ranges of memory_key of about this many rows, so its peak is the mirror plus two
-# ranges' rows as read, the one being added and the next, read meanwhile (a million rows read at once held ~3x the
-# mirror's bytes here: the wire copy, the rows decoded, the arrays built from them).
+# ranges' rows as read, the one being added and the next, read meanwhile (a million rows read at once held several
+# times the mirror's bytes: the wire copy, the rows decoded, the arrays built from them).
 LOAD_STEP = 100_000
 
 
@@ -180,11 +180,11 @@ def load(
     ahead = clickhouse.beside(read, *ranges[0])
     for at in range(len(ranges)):
         rows, live = ahead.result()
-        if at + 1 < len(ranges):  # the engine reads the next range while this one's rows are added (~15% of a load)
+        if at + 1 < len(ranges):  # the engine reads the next range while this one's rows are added
             ahead = clickhouse.beside(read, *ranges[at + 1])
         # Sized for the namespace once, not doubled range by range (a doubling holds both copies), and a quarter over
         # for the writes to come: sized to the row, the first write after a load doubled every array under the lock
-        # (26 s at 1.9M rows here, the namespace's searches waiting). Rows never written take no memory.
+        # (for many seconds at millions of rows, the namespace's searches waiting). Rows never written take no memory.
         if rows:
             mirror.reserve(count + count // 4, dim)
         rows = [dict(zip(columns, row)) for row in rows]

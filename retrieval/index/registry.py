@@ -229,7 +229,7 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
             return
         counting_words.add(key)
     # Its vectors serve searches and the write gates from now; its words (the lexical legs' postings, the entity
-    # check's counts: ~40% of a load) are counted meanwhile.
+    # check's counts: a large share of a load) are counted meanwhile.
     try:
         mirror.count_words(loaded_rows)
     finally:

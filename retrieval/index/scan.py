@@ -10,8 +10,8 @@ import simsimd
 
 from retrieval import cores
 
-# A scan of this many query-row pairs (~1 ms of 384-d float32 on one thread here) leaves the CPU the process's Python
-# threads keep for its length (retrieval/cores.py); a shorter one costs less than the system calls and the move.
+# A scan of this many query-row pairs (about a millisecond of 384-d float32 on one thread) leaves the CPU the process's
+# Python threads keep for its length (retrieval/cores.py); a shorter one costs less than the system calls and the move.
 SCAN_ANYWHERE_MIN_PAIRS = 16_384
 
 
@@ -34,9 +34,9 @@ def nearest_rows(queries: np.ndarray, values: np.ndarray, visible: np.ndarray, c
 def largest(scores: np.ndarray, count: int) -> np.ndarray:
     """The positions of the `count` largest scores, in no order, never one of -inf (a row not eligible): all the
     others when they are fewer. Those at or above a cut a sample of the scores suggests (a pass that only compares),
-    partitioned; every eligible one when the cut kept too few. At 1M scores ~0.5 ms where partitioning them all costs
-    ~4. The -inf are left out before any partition: numpy partitions many equal numbers slowly (100k scores, 95% of
-    them -inf, as in a namespace whose rows are mostly duplicates or retired: 13.4 ms against 0.8)."""
+    partitioned; every eligible one when the cut kept too few: a fraction of partitioning them all. The -inf are
+    left out before any partition: numpy partitions many equal numbers slowly (a namespace whose rows are mostly
+    duplicates or retired; docs/benchmarks.md, "The index's choices, measured")."""
     size = len(scores)
     sample = scores[:: max(1, size // 8192)]
     keep = 3 * count * len(sample) // size  # ~3x the count above the cut, if the sample is fair

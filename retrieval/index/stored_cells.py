@@ -154,8 +154,9 @@ def awaited(org: str, namespace: str, model: str, deadline: float) -> bool:
     """Whether a version of the namespace's cells is ready, waiting until `deadline` (`time.monotonic()`) for a
     training under way, here or in another process: the batch that found none (and began it), and those after it,
     are judged once it is, where they were stored unjudged before. False at once when no training is alive, or when
-    its pace so far says it will be ready after the deadline (a million rows train for ~45 s here, 5,000 in well
-    under a second), or when a batch here waited for it in vain and it has not moved since (`_stalled`)."""
+    its pace so far says it will be ready after the deadline (a million rows train for most of a minute, a few
+    thousand in well under a second), or when a batch here waited for it in vain and it has not moved since
+    (`_stalled`)."""
     key, first, seen = (clickhouse.target(), org, namespace, model), None, time.monotonic()
     while True:
         found = listed(org, namespace, model)
