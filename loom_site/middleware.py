@@ -2,7 +2,7 @@
 
 import time
 
-from memories.views import MCP_TOOL
+from memories.views.base import MCP_TOOL
 from retrieval import metrics
 from retrieval.store import audit, clickhouse
 

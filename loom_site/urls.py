@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from loom_site.metrics import scrape
 from mcp_server.http import endpoint as mcp_endpoint
-from memories.views import UnknownOp
+from memories.views.admin import UnknownOp
 
 urlpatterns = [
     path("", include("memories.urls")),

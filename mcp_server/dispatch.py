@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.core.handlers.wsgi import WSGIHandler
 
-from memories.views import MCP_TOOL
+from memories.views.base import MCP_TOOL
 from retrieval.errors import Refusal
 
 log = logging.getLogger(__name__)
