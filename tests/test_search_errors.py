@@ -67,7 +67,7 @@ def test_bad_outcome_and_trace_log_fields(backend, agent, call):
 
 
 def test_each_request_validates_with_fields_of_its_own():
-    # A request's serializer copies the declared fields (memories/inputs.py, Strict.get_fields): fields shared
+    # A request's serializer copies the declared fields (memories/inputs/base.py, Strict.get_fields): fields shared
     # between two requests would be bound to whichever bound them last, reading its data and context.
     first, second = inputs.MemorySearch(data={"query": "a"}), inputs.MemorySearch(data={"query": "b"})
     assert all(field.parent is first for field in first.fields.values())
