@@ -60,9 +60,8 @@ def staged(org: str, namespace: str, rows: list[dict], memory_rows: list[dict]) 
                 mine = vectored[model]
                 chunked = any(chunk["embedding_model"] == model for chunk in chunks)
                 shown = shown if shown is not None else shown_of(memory_rows)
-                if (
-                    key in registry.pending_notices
-                ):  # (a mirror without key vectors serves while one with them loads: both take it)
+                # (A mirror without key vectors serves while one with them loads: both take it.)
+                if key in registry.pending_notices:
                     registry.pending_notices[key].append(("add", (mine, chunked, shown, stubs)))
                 if (mirror := registry.mirrors_held.get(key)) is not None:
                     if model in held and held[model][0] is mirror:

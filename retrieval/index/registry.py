@@ -198,9 +198,8 @@ def _load_in_background(key: tuple[str, str, str, str]) -> None:
     try:
         clickhouse.use_target_in_thread(target)
         mirror = reading.load(org, namespace, model, _progressed, key in keyed_wanted, key in outgrown)
-        while (
-            mirror is not None and key in keyed_wanted and not mirror.keyed and mirror.keys_fit
-        ):  # asked for meanwhile
+        # Key vectors asked for meanwhile: loaded again with them.
+        while mirror is not None and key in keyed_wanted and not mirror.keyed and mirror.keys_fit:
             mirror = reading.load(org, namespace, model, _progressed, True)
         if mirror is not None:
             mirror._gate_cells()  # a large namespace's first write batch then finds them trained
