@@ -24,7 +24,7 @@ import sys
 import django
 django.setup()
 from django.conf import settings
-from retrieval.ingest import write
+from retrieval.ingest import retire, write
 from retrieval.store import clickhouse
 from tenancy.access import Scope
 from tenancy.roles import Role
@@ -47,7 +47,7 @@ elif sys.argv[2] == "set":
     settings.LOOM_MEMORY_EMBED_HEAD_CHARS, settings.LOOM_MEMORY_CHUNK_CHARS = 200, 150
     write.set_memories(scope, [write.MemoryInput(memory_key=sys.argv[3], value=sys.argv[4])])
 else:
-    write.delete_memory(scope, sys.argv[3])
+    retire.delete_memory(scope, sys.argv[3])
 """
 
 

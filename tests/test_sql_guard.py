@@ -28,7 +28,7 @@ REVIEWED = {
     ("retrieval/ingest/reembed.py", "table"),  # a loop over the vector tables' names
     ("retrieval/index/reading.py", "where"),  # the tenant condition with bound parameters
     ("retrieval/index/reading.py", "columns"),  # a tuple of column names
-    ("retrieval/ingest/write.py", "table"),  # a loop over SIDE_TABLES
+    ("retrieval/ingest/side_rows.py", "table"),  # a loop over SIDE_TABLES
     ("retrieval/ingest/write_gates.py", "batch_scope"),  # built from index.SCOPE
     ("retrieval/ingest/write_gates.py", "same_scope"),  # built from index.SCOPE
 }

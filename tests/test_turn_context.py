@@ -1,7 +1,7 @@
 """A conversation turn is embedded with the turn it answers: "We drove to the Grand Canyon" is found by
 "where did they travel", which only its question says."""
 
-from retrieval.ingest import write
+from retrieval.ingest import embedding
 from tests.conftest import Agent
 
 QUESTION = "Caroline: Where did you travel last summer?"
@@ -41,4 +41,4 @@ def test_only_a_turn_of_the_same_session_is_its_context(backend):
         {"memory_key": "f1", "value": "a fact", "memory_type": "fact", "session_id": "a", "version": 4},
         {"memory_key": "a3", "value": "third of a", "memory_type": "turn", "session_id": "a", "version": 5},
     ]
-    assert write.turn_contexts("o", "n", rows[1:] + rows[:1]) == [None, "first of a", None, "second of a", None]
+    assert embedding.turn_contexts("o", "n", rows[1:] + rows[:1]) == [None, "first of a", None, "second of a", None]

@@ -7,7 +7,7 @@ from memories import inputs, outputs
 from memories.schema import EMBEDS
 from memories.views.base import OpView
 from retrieval.errors import Refusal
-from retrieval.ingest import conversation, digests, entities, records, write
+from retrieval.ingest import conversation, digests, entities, records, retire, write
 from retrieval.search import usage
 from retrieval.store import extraction_queue
 from tenancy.roles import Role
@@ -192,7 +192,7 @@ class MemoryDelete(OpView):
     example = {"memory_key": "customer.acme.contact"}
 
     def run(self, scope, data):
-        deleted = write.delete_memory(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
+        deleted = retire.delete_memory(scope, data["memory_key"], data.get("agent"), data.get("session_id"))
         return self.answer({"memory_key": data["memory_key"], "deleted": deleted})
 
 

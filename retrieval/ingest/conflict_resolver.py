@@ -18,7 +18,7 @@ import json
 
 from django.conf import settings
 
-from retrieval.ingest import extraction, write
+from retrieval.ingest import extraction, identities, retire
 from retrieval.language import text
 from retrieval.providers import llm
 from retrieval.store import audit, conflict_decisions, extraction_queue
@@ -56,13 +56,13 @@ def run_job(scope: Scope, job: extraction_queue.Job) -> int:
     """Judge each of the job's rows (still at the version queued) against the row its verdict names; how many
     decisions were applied."""
     applied = 0
-    for row in write.as_stored(scope, job.rows):
+    for row in identities.as_stored(scope, job.rows):
         if row is None or not row["conflict_verdict"] or row["sensitivity"] == "high":
             continue
         verdict = json.loads(row["conflict_verdict"])
         if "resolution" in verdict:
             continue  # judged already (two passes took the job)
-        other = write.active_rows(scope, {verdict["memory_key"]}).get(
+        other = identities.active_rows(scope, {verdict["memory_key"]}).get(
             (verdict["memory_key"], job.agent, job.session_id)
         )
         if other is None or other["sensitivity"] == "high":
@@ -81,12 +81,12 @@ def _resolve(scope: Scope, row: dict, other: dict, verdict: dict) -> int:
     reason = answer["reason"].strip()[:REASON_CHARS]
     resolved = {**verdict, "resolution": decision, "reason": reason}
     if decision == REVISION:
-        done = write.supersede(scope, other, row) and write.set_verdicts(scope, [(row, json.dumps(resolved))])
+        done = retire.supersede(scope, other, row) and retire.set_verdicts(scope, [(row, json.dumps(resolved))])
     elif decision == CONTRADICTION:
         theirs = {"memory_key": row["memory_key"], "resolution": decision, "reason": reason}
-        done = write.set_verdicts(scope, [(row, json.dumps(resolved)), (other, json.dumps(theirs))])
+        done = retire.set_verdicts(scope, [(row, json.dumps(resolved)), (other, json.dumps(theirs))])
     else:
-        done = write.set_verdicts(scope, [(row, "")])
+        done = retire.set_verdicts(scope, [(row, "")])
     if not done:
         return 0  # a row moved on meanwhile: its own write judged it again
     conflict_decisions.record(scope, row, other, decision, reason, client.model)

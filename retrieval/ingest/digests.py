@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from retrieval.ingest import passes, sensitivity
-from retrieval.ingest.write import embed_texts, retire_side
+from retrieval.ingest.embedding import embed_texts
+from retrieval.ingest.side_rows import retire_side
 from retrieval.providers import costs, customer, llm
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from retrieval.ingest import passes, sensitivity
-from retrieval.ingest.write import embed_texts, retire_side
+from retrieval.ingest.embedding import embed_texts
+from retrieval.ingest.side_rows import retire_side
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version

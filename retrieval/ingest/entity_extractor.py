@@ -14,7 +14,7 @@ leaves every row as written and the job to the queue's backoff.
 
 import json
 
-from retrieval.ingest import extraction, write
+from retrieval.ingest import extraction, identities, write
 from retrieval.language import names, text
 from retrieval.providers import llm
 from retrieval.store import extraction_queue
@@ -59,7 +59,7 @@ SCHEMA = {
 
 def run_job(scope: Scope, job: extraction_queue.Job) -> int:
     """Name the entities of a job's rows (those still at the version it was queued for); how many got new ones."""
-    rows = [row for row in write.as_stored(scope, job.rows) if row is not None and row["sensitivity"] != "high"]
+    rows = [row for row in identities.as_stored(scope, job.rows) if row is not None and row["sensitivity"] != "high"]
     if not rows:
         return 0
     answer, _ = extraction.ask(llm.get_llm(), SYSTEM, prompt(rows), SCHEMA, {"memories": list}, PROMPT_VERSION)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from retrieval.ingest import sensitivity
-from retrieval.ingest.write import retire_side
+from retrieval.ingest.side_rows import retire_side
 from retrieval.language import text
 from retrieval.store import clickhouse, reads
 from retrieval.store.rows import next_version

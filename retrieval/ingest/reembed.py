@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from retrieval import index
-from retrieval.ingest import digests, entities, passes, write
+from retrieval.ingest import digests, embedding, entities, passes
+from retrieval.ingest.side_rows import IDENTITY
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.store import clickhouse, cluster
-from retrieval.store.rows import IDENTITY_COLUMNS, next_version
+from retrieval.store.rows import next_version
 from tenancy.access import Scope
 
-IDENTITY = ("org", *IDENTITY_COLUMNS)
 AFTER_TYPE = "Tuple(String, String, String, String, String, UInt64)"
 START = ("", "", "", "", "", 0)  # before every identity (an org name is never empty)
 
@@ -144,10 +144,10 @@ def _reembed(served, scope: Scope, rows: list[dict]) -> int:
     if not rows:
         return 0
     values = [memories[tuple(row[name] for name in IDENTITY)]["value"] for row in rows]
-    passages = [write.passages(value) for value in values]
-    contexts = write.turn_contexts(org, namespace, [{**row, "value": value} for row, value in zip(rows, values)])
+    passages = [embedding.passages(value) for value in values]
+    contexts = embedding.turn_contexts(org, namespace, [{**row, "value": value} for row, value in zip(rows, values)])
     with customer.for_org(org, namespace, scope.subject, "reembed", customer.one_user(row["user_id"] for row in rows)):
-        vectors = write.embed_rows(
+        vectors = embedding.embed_rows(
             served,
             [(v, row["memory_key"], cut, context) for v, row, cut, context in zip(values, rows, passages, contexts)],
         )

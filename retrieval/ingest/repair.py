@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from retrieval import index, metrics
-from retrieval.ingest.write import DELETED, SIDE_TABLES, retire_side_rows
+from retrieval.ingest.side_rows import SIDE_TABLES, retire_side_rows
 from retrieval.store import clickhouse
-from retrieval.store.rows import THESE_VERSIONS, next_version, versions
+from retrieval.store.rows import DELETED, THESE_VERSIONS, next_version, versions
 from tenancy.access import Scope
 from tenancy.roles import Role
 

@@ -1,35 +1,34 @@
-"""The write path: memory.set and memory.delete.
+"""The write path: memory.set, and embed_pending's vectors for rows stored with stubs.
 
 A batch is judged whole before anything is stored (pinned rows, sensitivity,
 embeddings), then written table by table with `memories` last, so a row that
 `memory.get` serves has its vectors, chunks and terms in place (its chunks,
-terms and entity graph are stored while the write gates judge it). Each
-identity's writes are serialised within the process by a striped lock.
+terms and entity graph are stored while the write gates judge it). Deletes
+and the conflict resolver's decisions are retire.py's.
 """
 
 import logging
-import threading
-import zlib
 from concurrent import futures
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
-import numpy as np
 from django.conf import settings
 
-from retrieval import index, knobs
+from retrieval import index
 from retrieval.errors import Refusal
 from retrieval.ingest import sensitivity, write_gates
-from retrieval.language import amounts, chunking, names, sentences, text
+from retrieval.ingest.embedding import embed_rows, passages, turn_contexts
+from retrieval.ingest.identities import Locked, active_rows
+from retrieval.ingest.side_rows import IDENTITY, Graph, derived_facts, retire_side_rows, term_input
+from retrieval.language import names, text
 from retrieval.providers import customer, llm
 from retrieval.providers.embedders import get_embedder
-from retrieval.store import clickhouse, extraction_queue, reads
-from retrieval.store.rows import IDENTITY_COLUMNS, THESE_VERSIONS, next_version, versions
+from retrieval.store import clickhouse, extraction_queue
+from retrieval.store.rows import ACTIVE, SUPERSEDED, next_version
 from tenancy.access import Scope
 
 log = logging.getLogger(__name__)
 
-ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
 MEMORY_TYPES = ("fact", "preference", "event", "observation", "instruction", "turn", "reflection")
 SOURCE_CLASSES = ("asserted", "observed", "imported", "external", "extracted")
 
@@ -90,29 +89,6 @@ class WriteResult:
     write_gates: str = "exempt"
 
 
-# --- locks -----------------------------------------------------------------
-
-_STRIPES = [threading.Lock() for _ in range(64)]
-
-
-class _IdentityLocks:
-    """Hold the stripes of a batch's identities, taken in order so batches cannot deadlock."""
-
-    def __init__(self, scope: Scope, keys):
-        self.locks = [
-            _STRIPES[i]
-            for i in sorted({zlib.crc32(f"{scope.org}\0{scope.namespace}\0{key}".encode()) % 64 for key in keys})
-        ]
-
-    def __enter__(self):
-        for lock in self.locks:
-            lock.acquire()
-
-    def __exit__(self, *exc):
-        for lock in reversed(self.locks):
-            lock.release()
-
-
 # --- memory.set ---------------------------------------------------------------
 
 
@@ -125,7 +101,7 @@ def set_memories(
     out, and so is its result (a background job's rewrite never undoes the write it raced with)."""
     user = customer.one_user(item.user_id for item in items)  # a batch for one user names it to the gateway
     with (
-        _IdentityLocks(scope, [item.memory_key for item in items]),
+        Locked(scope, [item.memory_key for item in items]),
         customer.for_org(scope.org, scope.namespace, scope.subject, "memory.set", user),
     ):
         # The keys' current rows are read while the values are checked for secrets (the engine works meanwhile).
@@ -302,13 +278,6 @@ def _same(stored, given) -> bool:
     return list(stored) == list(given) if isinstance(given, list) else stored == given
 
 
-def passages(value: str) -> list[tuple[int, str]]:
-    """A long value's passages: the row's own vector covers only its head."""
-    if len(value) <= settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
-        return []
-    return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS)
-
-
 def _embed(scope: Scope, plans: list[_Plan]) -> bool:
     """Embed every new row's head and key, and its chunks, in one call; False when the org's calls are refused."""
     todo = [plan for plan in plans if plan.row and plan.row["embedding_model"]]
@@ -331,117 +300,18 @@ def _embed(scope: Scope, plans: list[_Plan]) -> bool:
     return True
 
 
-def embed_rows(embedder, rows: list[tuple[str, str | None, list[tuple[int, str]], str | None]]) -> list[tuple]:
-    """(value, key, passages, context) -> (value vector, key vector, passage vectors), in one provider call; a key of
-    None (a text with no key: a digest, an entity summary) is not embedded and its vector is None.
-
-    A value's vector is its head's (LOOM_MEMORY_EMBED_HEAD_CHARS), pooled from its sentences when the embedder
-    asks for that (retrieval/language/sentences.py), and for a turn with a `context` (the turn before it, `turn_contexts`)
-    blended with the vector of the two read together. The write path, embed_pending and reembed all embed
-    through here.
-    """
-    head_chars = settings.LOOM_MEMORY_EMBED_HEAD_CHARS
-    texts, spans = [], []
-    for value, key, cut, context in rows:
-        head = value[:head_chars]
-        parts = sentences.pieces(head) if embedder.pools_sentences else [head]
-        together = [f"{context[-head_chars:]}\n{head}"] if context else []
-        spans.append((len(parts), len(together)))
-        texts += parts + together + ([] if key is None else [key]) + [passage for _, passage in cut]
-    vectors = embedder.embed_many(texts)
-    out, at = [], 0
-    for (_, key, cut, _), (parts, together) in zip(rows, spans):
-        head = sentences.pooled(vectors[at : at + parts])
-        at += parts
-        if together:
-            blend = head + knobs.CONTEXT_WEIGHT * vectors[at]
-            head = blend / (np.linalg.norm(blend) or 1.0)
-            at += 1
-        keyed = key is not None
-        out.append((head, vectors[at] if keyed else None, vectors[at + keyed : at + keyed + len(cut)]))
-        at += keyed + len(cut)
-    return out
-
-
-def embed_texts(scope: Scope, op: str, texts: list[str], users: set[str]) -> list | None:
-    """Texts beside the rows (session digests, entity summaries), embedded as values are, in one call metered to
-    `op`; None when the org's model calls are refused (the caller stores a stub for embed_pending)."""
-    if not texts:
-        return []
-    try:
-        with customer.for_org(scope.org, scope.namespace, scope.subject, op, customer.one_user(users)):
-            return [vector for vector, _, _ in embed_rows(get_embedder(), [(text, None, [], None) for text in texts])]
-    except customer.SWITCHED as exc:
-        log.info("%s: %d texts wait unembedded: %s", op, len(texts), exc)
-        return None
-
-
-def turn_contexts(org: str, namespace: str, rows: list[dict]) -> list[str | None]:
-    """Each conversation turn's preceding turn in its session (None for any other row, and a session's first):
-    the batch's earlier turns first, then the session's newest stored turn of another key older than it."""
-    out: list[str | None] = [None] * len(rows)
-    last: dict[str, str] = {}
-    wanted = []
-    for at in sorted(range(len(rows)), key=lambda at: rows[at]["version"]):  # in the order they were written
-        row = rows[at]
-        if row["memory_type"] != "turn" or not row["session_id"]:
-            continue
-        if row["session_id"] in last:
-            out[at] = last[row["session_id"]]
-        else:
-            wanted.append(at)
-        last[row["session_id"]] = row["value"]
-    if not wanted:
-        return out
-    stored = clickhouse.query(
-        """
-        SELECT session_id, memory_key, version, value FROM memories FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String} AND memory_type = 'turn' AND status = 'active'
-          AND session_id IN {sessions:Array(String)} AND version < {before:UInt64}
-        ORDER BY session_id, version
-        """,
-        {
-            "org": org,
-            "namespace": namespace,
-            "sessions": sorted({rows[at]["session_id"] for at in wanted}),
-            "before": max(rows[at]["version"] for at in wanted),
-        },
-    )
-    for at in wanted:
-        row = rows[at]
-        earlier = [
-            s
-            for s in stored
-            if s["session_id"] == row["session_id"]
-            and s["version"] < row["version"]
-            and s["memory_key"] != row["memory_key"]
-        ]
-        out[at] = earlier[-1]["value"] if earlier else None
-    return out
-
-
 def _new_side_rows(plans: list[_Plan]) -> tuple[list[dict], list[tuple[str, list[dict]]]]:
     """The new versions' chunks (the mirror is told of them), and the rows of every side table: chunks, terms,
     the entity graph and the amounts their values state (never a high row's)."""
-    chunks, terms, facts, graph = [], [], [], _Graph()
+    chunks, terms, facts, graph = [], [], [], Graph()
     for plan in plans:
         row = plan.row
         if row and row["embedding_model"]:
             chunks += _chunk_rows(plan, row["revision"], row["updated_at"])
-            terms += _term_input(row, ACTIVE, +1, row["revision"])
-            facts += _derived_facts(row)
+            terms += term_input(row, ACTIVE, +1, row["revision"])
+            facts += derived_facts(row)
             graph.add(row, row["updated_at"])
     return chunks, [("memory_chunks", chunks), ("term_input", terms), ("derived_facts", facts), *graph.tables()]
-
-
-def _derived_facts(row: dict) -> list[dict]:
-    """The amounts a row's value states (retrieval/language/amounts.py), for computed evidence's sums."""
-    ident = {k: row[k] for k in _IDENTITY}
-    dated_at = row["valid_at"] or row["created_at"]
-    return [
-        {**ident, "position": at, "value": amount.value, "unit": amount.unit, "said": amount.said, "dated_at": dated_at}
-        for at, amount in enumerate(amounts.found(row["value"]))
-    ]
 
 
 def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.Future) -> None:
@@ -465,7 +335,7 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.F
         [
             ("memory_embeddings", embeddings),
             ("vector_cells", index.stored_cell_rows(scope.org, scope.namespace, embeddings)),
-            ("term_input", [t for row in retired for t in _term_input(row, SUPERSEDED, -1, revision)]),
+            ("term_input", [t for row in retired for t in term_input(row, SUPERSEDED, -1, revision)]),
             lambda: retire_side_rows(scope, retired, SUPERSEDED, revision),
             side.result,  # raises, and stores no `memories` row, when the side rows failed
             ("memories", rows + superseded),
@@ -480,15 +350,12 @@ def _store(scope: Scope, plans: list[_Plan], chunks: list[dict], side: futures.F
     show(chunks)
 
 
-_IDENTITY = ("org", *IDENTITY_COLUMNS)
-
-
 def _embedding_row(plan: _Plan, revision: int, now: datetime) -> dict:
     """The row's memory_embeddings row: a stub (embedding_dim 0) when it has no vectors yet."""
     row = plan.row
     stub = plan.head_vector is None
     return {
-        **{k: row[k] for k in _IDENTITY},
+        **{k: row[k] for k in IDENTITY},
         "embedding_model": row["embedding_model"],
         "revision": revision,
         "status": ACTIVE,
@@ -507,7 +374,7 @@ def _embedding_row(plan: _Plan, revision: int, now: datetime) -> dict:
 
 def _chunk_rows(plan: _Plan, revision: int, now: datetime) -> list[dict]:
     row = plan.row
-    ident = {k: row[k] for k in _IDENTITY}
+    ident = {k: row[k] for k in IDENTITY}
     return [
         {
             **ident,
@@ -532,7 +399,7 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
     superseded meanwhile keeps its status. The new vector rows carry a newer
     revision, so they replace the stubs. Returns how many rows were embedded.
     """
-    with _IdentityLocks(scope, [stub[0] for stub in stubs]):
+    with Locked(scope, [stub[0] for stub in stubs]):
         live = active_rows(scope, {stub[0] for stub in stubs}).values()
         wanted = set(stubs)
         rows = [row for row in live if (row["memory_key"], row["agent"], row["session_id"], row["version"]) in wanted]
@@ -549,192 +416,3 @@ def embed_stubs(scope: Scope, stubs: list[tuple[str, str, str, int]]) -> int:
         clickhouse.insert("vector_cells", index.stored_cell_rows(scope.org, scope.namespace, embeddings))
         index.added(scope.org, scope.namespace, embeddings, chunks, rows)
     return len(rows)
-
-
-def _term_input(row: dict, status: str, sign: int, revision: int) -> list[dict]:
-    """A row version's change to the lexical index: one term_input row per field.
-
-    `sign` +1 enters the BM25 statistics, -1 leaves them, 0 only changes the
-    postings' status. High-sensitivity rows were never indexed and stay out.
-    """
-    if not row["embedding_model"]:
-        return []
-    ident = {k: row[k] for k in _IDENTITY}
-    out = []
-    for name, counts in (("value", text.value_terms(row["value"])), ("key", text.key_terms(row["memory_key"]))):
-        out.append(
-            {
-                **ident,
-                "field": name,
-                "revision": revision,
-                "status": status,
-                "sign": sign,
-                "terms": " ".join(counts),
-                "tfs": list(counts.values()),
-                "doc_len": sum(counts.values()),
-            }
-        )
-    return out
-
-
-class _Graph:
-    """A batch's entity mentions, entity edges and triples (entities lowercased for matching)."""
-
-    def __init__(self):
-        self.mentions, self.edges, self.triples = [], [], []
-
-    def add(self, row: dict, now: datetime):
-        ident = {k: row[k] for k in _IDENTITY}
-        base = {**ident, "revision": row["revision"], "status": ACTIVE, "created_at": now}
-        entities = sorted({entity.lower() for entity in row["entities"]})
-        named = {part.lower() for subject, _, obj in row["triples"] for part in (subject, obj)}
-        self.mentions += [{**base, "entity": entity} for entity in sorted(set(entities) | named)]
-        pairs = {(a, b, "co_mention") for a in entities for b in entities if a != b}
-        for subject, relation, obj in row["triples"]:
-            subject, obj = subject.lower(), obj.lower()
-            pairs |= {(subject, obj, relation), (obj, subject, relation)}
-            self.triples.append(
-                {
-                    **base,
-                    "subject": subject,
-                    "relation": relation,
-                    "object": obj,
-                    "relation_terms": list(text.value_terms(relation)),
-                }
-            )
-        self.edges += [{**base, "src": a, "dst": b, "relation": rel} for a, b, rel in sorted(pairs)]
-
-    def tables(self) -> list[tuple[str, list[dict]]]:
-        return [("entity_mentions", self.mentions), ("entity_edges", self.edges), ("entity_triples", self.triples)]
-
-
-# The side tables that carry a row version's status: vectors, chunks, the entity graph.
-SIDE_TABLES = ("memory_embeddings", "memory_chunks", "entity_mentions", "entity_edges", "entity_triples")
-
-
-def retire_side_rows(scope: Scope, rows: list[dict], status: str, revision: int) -> None:
-    """Carry a status change onto the side-table rows of these row versions (terms go through term_input)."""
-    if not rows:
-        return
-    params = {
-        "org": scope.org,
-        "namespace": scope.namespace,
-        "status": status,
-        "revision": revision,
-        **versions([(row["memory_key"], row["agent"], row["session_id"], row["version"]) for row in rows]),
-    }
-    for table in SIDE_TABLES:
-        clickhouse.command(
-            f"""
-            INSERT INTO {table}
-            SELECT * REPLACE ({{status:String}} AS status, {{revision:UInt64}} AS revision)
-            FROM {table} FINAL
-            WHERE org = {{org:String}} AND namespace = {{namespace:String}} AND {THESE_VERSIONS}
-            """,
-            params,
-        )
-
-
-def active_rows(scope: Scope, keys: set[str]) -> dict[tuple, dict]:
-    """The keys' current rows, by identity (memory_key, agent, session_id): what a write compares with."""
-    rows = clickhouse.query(
-        """
-        SELECT * FROM memories FINAL
-        WHERE org = {org:String} AND namespace = {namespace:String}
-          AND memory_key IN {keys:Array(String)} AND status = 'active'
-        ORDER BY version
-        """,
-        {"org": scope.org, "namespace": scope.namespace, "keys": sorted(keys)},
-    )
-    # A race between two processes can leave two active versions; the newest is current.
-    return {(row["memory_key"], row["agent"], row["session_id"]): row for row in rows}
-
-
-# --- memory.delete ------------------------------------------------------------
-
-
-def retire_side(table: str, scope: Scope, key: str) -> int:
-    """Retire the live version of `key` in a side table (a digest, an entity summary, a record) with a newer one
-    of status 'deleted'; how many were live (0 or 1)."""
-    previous = reads.live_side(table, scope, [key]).get(key)
-    if previous is None:
-        return 0
-    gone = {**previous, "version": next_version(), "status": "deleted", "actor": scope.subject}
-    clickhouse.insert(table, [{**gone, "updated_at": datetime.now(UTC)}])
-    return 1
-
-
-def delete_memory(scope: Scope, memory_key: str, agent: str | None = None, session_id: str | None = None) -> int:
-    """Tombstone a key's rows (all writers and sessions unless narrowed), and drop the cached LLM answers that
-    quoted it; returns the rows deleted."""
-    with _IdentityLocks(scope, [memory_key]):
-        rows = clickhouse.query(
-            """
-            SELECT * FROM memories FINAL
-            WHERE org = {org:String} AND namespace = {namespace:String}
-              AND memory_key = {key:String} AND status != 'deleted'
-              AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-              AND ({session:Nullable(String)} IS NULL OR session_id = {session:Nullable(String)})
-            """,
-            {"org": scope.org, "namespace": scope.namespace, "key": memory_key, "agent": agent, "session": session_id},
-        )
-        _retire(scope, rows, DELETED)
-    return sum(1 for row in rows if row["status"] == ACTIVE)
-
-
-def _retire(scope: Scope, rows: list[dict], status: str, superseded_by: int = 0) -> None:
-    """Rows out of search: their terms out of the statistics, their side rows and mirror rows retired, the cached
-    answers that quoted them dropped. The caller holds their identities' locks."""
-    revision = next_version()
-    terms = [t for row in rows for t in _term_input(row, status, -1 if row["status"] == ACTIVE else 0, revision)]
-    clickhouse.insert("term_input", terms)
-    retire_side_rows(scope, rows, status, revision)
-    clickhouse.insert(
-        "memories",
-        [
-            {**row, "status": status, "superseded_by": superseded_by or row["superseded_by"], "revision": revision}
-            for row in rows
-        ],
-    )
-    index.retired(scope.org, scope.namespace, rows)
-    llm.forget_answers(scope.org, sorted({row["memory_key"] for row in rows}))
-
-
-# --- the conflict resolver's decisions ------------------------------------------
-
-
-def supersede(scope: Scope, row: dict, by: dict) -> bool:
-    """`row` (another key's) superseded by `by`, a revision of it, if both are still the versions judged."""
-    with _IdentityLocks(scope, [row["memory_key"], by["memory_key"]]):
-        current = _current(scope, [row, by])
-        if current is None:
-            return False
-        _retire(scope, current[:1], SUPERSEDED, by["version"])
-    return True
-
-
-def set_verdicts(scope: Scope, verdicts: list[tuple[dict, str]]) -> bool:
-    """Each row's `conflict_verdict` set (JSON, or "" to clear it) in a newer revision of its version, if every
-    row is still the version judged."""
-    with _IdentityLocks(scope, [row["memory_key"] for row, _ in verdicts]):
-        current = _current(scope, [row for row, _ in verdicts])
-        if current is None:
-            return False
-        revision = next_version()
-        rows = [{**row, "conflict_verdict": v, "revision": revision} for row, (_, v) in zip(current, verdicts)]
-        clickhouse.insert("memories", rows)
-    return True
-
-
-def _current(scope: Scope, rows: list[dict]) -> list[dict] | None:
-    """These rows as stored now, in order; None if any is no longer the active version."""
-    current = as_stored(scope, rows)
-    return None if None in current else current
-
-
-def as_stored(scope: Scope, rows: list[dict]) -> list[dict | None]:
-    """Each row (its memory_key, agent, session_id and version) as stored now, at its newest revision; None where
-    that version is no longer the active one (a job's rows that moved on since it was queued)."""
-    stored = active_rows(scope, {row["memory_key"] for row in rows})
-    current = [stored.get((row["memory_key"], row["agent"], row["session_id"])) for row in rows]
-    return [now if now is not None and now["version"] == row["version"] else None for now, row in zip(current, rows)]

@@ -4,6 +4,9 @@ import threading
 import time
 from typing import NamedTuple
 
+# A row version's status: the active version of an identity is the one search reads.
+ACTIVE, SUPERSEDED, DELETED = "active", "superseded", "deleted"
+
 # The row identity within an org, in the order the tables' sort keys and the IN-tuples of the legs spell it.
 IDENTITY_COLUMNS = ("namespace", "memory_key", "agent", "session_id", "version")
 IDENTITY = ", ".join(IDENTITY_COLUMNS)
