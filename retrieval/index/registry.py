@@ -149,6 +149,7 @@ def warm(model: str, keyed: Callable[[str, str, str], bool]) -> list[tuple[str, 
             LIMIT {most:UInt32}
             """,
             {"model": model, "most": settings.LOOM_VECTOR_MIRROR_WARM},
+            every_org=True,  # the process's most recent namespaces, whoever's
         )
         # The most recently written that fit (the rest load when asked for, as before), each weighed by every version
         # it stores: at least what its load keeps.

@@ -208,6 +208,7 @@ def _undigested(org: str | None, namespace: str | None, limit: int) -> dict[tupl
         LIMIT {limit:UInt32}
         """,
         {"org": org, "namespace": namespace, "off": sorted(customer.switched_off_orgs()), "limit": limit},
+        every_org=True,  # a sweep over every org, or the one named
     )
     found: dict[tuple[str, str], list[str]] = {}
     for org_name, namespace_name, session_id in rows:

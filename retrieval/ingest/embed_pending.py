@@ -53,6 +53,7 @@ def pending(batch_size: int, org: str | None = None) -> list[dict]:
             "org": org,
             "batch": batch_size,
         },
+        every_org=True,  # a sweep over every org, or the one named
     )
 
 

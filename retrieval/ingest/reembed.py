@@ -58,6 +58,7 @@ def pending_counts(org: str | None = None, namespace: str | None = None) -> list
         GROUP BY org, namespace, embedding_model ORDER BY org, namespace, embedding_model
         """,
         {"model": get_embedder().model_name, "org": org, "namespace": namespace},
+        every_org=True,  # reembed runs over every org, or the one named
     )
 
 
@@ -66,6 +67,7 @@ def key_only_count(org: str | None = None, namespace: str | None = None) -> int:
     return clickhouse.query_value(
         f"SELECT count() FROM memory_embeddings FINAL WHERE {_SERVED} {_scope_sql(org, namespace)}",
         {"model": get_embedder().model_name, "org": org, "namespace": namespace},
+        every_org=True,
     )
 
 
@@ -96,6 +98,7 @@ def run(
             LIMIT {{batch:UInt32}}
             """,
             {"model": served.model_name, "org": org, "namespace": namespace, "batch": batch_size, "after": after},
+            every_org=True,
         )
         if not rows:
             return
@@ -207,11 +210,13 @@ def delete_old(org: str | None = None, namespace: str | None = None) -> int:
     old = clickhouse.query_value(
         f"SELECT count() FROM memory_embeddings WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)}",
         params,
+        every_org=True,
     )
     for table in ("memory_embeddings", "memory_chunks"):
         cluster.run(
             f"ALTER TABLE {table} DELETE WHERE embedding_model != {{model:String}} {_scope_sql(org, namespace)} "
             "SETTINGS mutations_sync = 1",
             params,
+            every_org=True,
         )
     return old

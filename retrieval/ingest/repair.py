@@ -52,6 +52,7 @@ def orphans(grace: timedelta, org: str | None = None) -> dict[tuple[str, str], l
         ORDER BY org, namespace, memory_key, agent, session_id, version
         """,
         {"before": int((datetime.now(UTC) - grace).timestamp() * 1e9), "org": org},
+        every_org=True,  # a sweep over every org, or the one named
     )
     found: dict[tuple[str, str], list[tuple]] = {}
     for org, namespace, *identity in rows:

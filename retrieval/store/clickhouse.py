@@ -33,7 +33,7 @@ from urllib3 import Timeout
 from urllib3.exceptions import ReadTimeoutError
 
 from retrieval import cores, metrics
-from retrieval.store import native
+from retrieval.store import native, tenants
 
 log = logging.getLogger(__name__)
 
@@ -438,25 +438,38 @@ def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return (sql, *args[1:]), {**kwargs, "parameters": params, "settings": settings}
 
 
-def query(sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Rows as dicts, column name to value."""
-    result = _run("query", sql, parameters=params or {})
+def query(sql: str, params: dict[str, Any] | None = None, every_org: bool = False) -> list[dict[str, Any]]:
+    """Rows as dicts, column name to value. `every_org`: the statement reads across orgs on purpose (tenants.py)."""
+    result = _run("query", _named(sql, every_org), parameters=params or {})
     names = result.column_names
     return [dict(zip(names, row)) for row in result.result_rows]
 
 
-def query_rows(sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
-    return list(_run("query", sql, parameters=params or {}).result_rows)
+def query_rows(sql: str, params: dict[str, Any] | None = None, every_org: bool = False) -> list[tuple]:
+    return list(_run("query", _named(sql, every_org), parameters=params or {}).result_rows)
 
 
-def query_decoded(sql: str, params: dict[str, Any]) -> list[tuple]:
+def query_decoded(sql: str, params: dict[str, Any], every_org: bool = False) -> list[tuple]:
     """Rows decoded a column at a time from Arrow (vectors as numpy arrays): for bulk reads of vectors."""
-    return native.decode_arrow(_run("raw_query", sql, parameters=params, fmt="ArrowStream"))
+    return native.decode_arrow(_run("raw_query", _named(sql, every_org), parameters=params, fmt="ArrowStream"))
 
 
-def query_value(sql: str, params: dict[str, Any] | None = None):
-    rows = query_rows(sql, params)
+def query_value(sql: str, params: dict[str, Any] | None = None, every_org: bool = False):
+    rows = query_rows(sql, params, every_org)
     return rows[0][0] if rows else None
+
+
+def _named(sql: str, every_org: bool) -> str:
+    """The statement, once it names the org of every org-keyed table it reads (checked under the tests)."""
+    if tenants.checking:
+        tenants.check(sql, every_org, _org_keyed_tables())
+    return sql
+
+
+def _org_keyed_tables() -> frozenset[str]:
+    from retrieval.store import schema  # (which imports this module)
+
+    return schema.org_keyed()
 
 
 def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:
@@ -602,8 +615,8 @@ def forget_column_types() -> None:
     _types.clear()
 
 
-def command(sql: str, params: dict[str, Any] | None = None):
-    return _run("command", sql, parameters=params or {})
+def command(sql: str, params: dict[str, Any] | None = None, every_org: bool = False):
+    return _run("command", _named(sql, every_org), parameters=params or {})
 
 
 def ping() -> str:

@@ -110,10 +110,11 @@ def _sharding_key(columns: str, rest: str) -> str:
     return f"sipHash64({', '.join(tenant or key[:1])})"
 
 
-def run(ddl: str, params: dict | None = None) -> None:
+def run(ddl: str, params: dict | None = None, every_org: bool = False) -> None:
     """Run a DDL statement (a migration's, or a mutation such as ALTER TABLE ... DELETE) where it belongs: as it
-    is without a cluster; else in its cluster form, once or on each listed node."""
+    is without a cluster; else in its cluster form, once or on each listed node. `every_org`: a mutation of every
+    org's rows, on purpose (retrieval/store/tenants.py)."""
     for statement in statements(ddl):
         for node in settings.LOOM_CLICKHOUSE_CLUSTER_NODES or [None]:
             with clickhouse.at(node) if node else nullcontext():
-                clickhouse.command(statement, params)
+                clickhouse.command(statement, params, every_org)

@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from retrieval.caching import TtlCache
 from retrieval.store import clickhouse
 from retrieval.store.rows import RowId
-from tenancy.access import Scope
+from retrieval.store.tenants import Tenant
 
 REVISION, CONTRADICTION, COMPATIBLE = "revision", "contradiction", "compatible"
 _COLUMNS = "memory_key, agent, session_id, version, other_key, other_version, decision, reason, model, decided_at"
 
 
-def record(scope: Scope, row: dict, other: dict, decision: str, reason: str, model: str) -> None:
+def record(scope: Tenant, row: dict, other: dict, decision: str, reason: str, model: str) -> None:
     """The decision on `row` (judged against `other`); a contradiction marks both rows."""
     now = datetime.now(UTC)
     sides = [(row, other), (other, row)] if decision == CONTRADICTION else [(row, other)]
@@ -43,7 +43,7 @@ def record(scope: Scope, row: dict, other: dict, decision: str, reason: str, mod
     _held.forget()
 
 
-def of_key(scope: Scope, memory_key: str) -> list[dict]:
+def of_key(scope: Tenant, memory_key: str) -> list[dict]:
     """The decisions on a key's versions, oldest first: a memory's history shows them."""
     return clickhouse.query(
         f"""

@@ -19,7 +19,7 @@ from django.dispatch import Signal
 from retrieval.caching import TtlCache
 from retrieval.store import clickhouse
 from retrieval.store.rows import next_version
-from tenancy.access import Scope
+from retrieval.store.tenants import Tenant
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 # A job's task: a conversation's facts, the entities of rows written without, the conflicts rows were written into.
@@ -65,7 +65,7 @@ class Job:
 
 
 def enqueue(
-    scope: Scope,
+    scope: Tenant,
     session_id: str,
     turn_keys: list[str],
     agent: str,
@@ -115,7 +115,7 @@ def failed(job: Job, error: str) -> None:
     _save(_next(job, state=state, attempts=attempts, error=error[:2000], due_at=datetime.now(UTC) + _backoff(attempts)))
 
 
-def retry(scope: Scope, job_id: str) -> Job | None:
+def retry(scope: Tenant, job_id: str) -> Job | None:
     """A failed (or pending) job of the namespace made due now, its attempts counted afresh (a done job as it is);
     None if the namespace has no such job."""
     rows = clickhouse.query(
@@ -133,7 +133,7 @@ def retry(scope: Scope, job_id: str) -> Job | None:
     return job
 
 
-def jobs(scope: Scope, state: str | None = None, limit: int = 100) -> list[Job]:
+def jobs(scope: Tenant, state: str | None = None, limit: int = 100) -> list[Job]:
     """The namespace's jobs, newest first (of one state, or all)."""
     rows = clickhouse.query(
         f"""

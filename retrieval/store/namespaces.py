@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from retrieval.caching import TtlCache
 from retrieval.store import audit, change_marker, clickhouse
 from retrieval.store.rows import next_version
-from tenancy.access import Scope
+from retrieval.store.tenants import Tenant
 
 
 @dataclass
@@ -34,7 +34,7 @@ CACHE_SECONDS = 5.0
 _configs = TtlCache(CACHE_SECONDS)
 
 
-def get(scope: Scope, revision: int | None = None) -> NamespaceConfig:
+def get(scope: Tenant, revision: int | None = None) -> NamespaceConfig:
     """The configuration; `revision`, when known, the one stored now (0: none registered)."""
     config = _configs.get((scope.org, scope.namespace), lambda: _read(scope))
     if revision is not None and revision != config.revision:
@@ -42,7 +42,7 @@ def get(scope: Scope, revision: int | None = None) -> NamespaceConfig:
     return config
 
 
-def _read(scope: Scope) -> NamespaceConfig:
+def _read(scope: Tenant) -> NamespaceConfig:
     rows = clickhouse.query(
         """
         SELECT * FROM namespaces FINAL
@@ -66,7 +66,7 @@ def _read(scope: Scope) -> NamespaceConfig:
     )
 
 
-def register(scope: Scope, changes: dict) -> tuple[NamespaceConfig, bool]:
+def register(scope: Tenant, changes: dict) -> tuple[NamespaceConfig, bool]:
     """Create or update; fields not in `changes` keep their registered value. Returns (config, created)."""
     config = _read(scope)
     created = not config.registered

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from retrieval.caching import TtlCache
 from retrieval.language.query import analyse
 from retrieval.store import change_marker, clickhouse
-from tenancy.access import Scope
+from retrieval.store.tenants import Tenant
 
 # Columns a read serves (the table's bookkeeping, revision, stays inside).
 COLUMNS = """
@@ -29,7 +29,7 @@ _ROWS = (
 )
 
 
-def _params(scope: Scope, **more) -> dict:
+def _params(scope: Tenant, **more) -> dict:
     return {"org": scope.org, "namespace": scope.namespace, "user": scope.user_id, "session": scope.session_id, **more}
 
 
@@ -45,7 +45,7 @@ def live_rows(org: str, namespace: str) -> int:
     )
 
 
-def get(scope: Scope, memory_key: str, agent: str | None = None) -> list[dict]:
+def get(scope: Tenant, memory_key: str, agent: str | None = None) -> list[dict]:
     """The key's active rows (one per writer and session), newest first."""
     return clickhouse.query(
         f"""
@@ -59,7 +59,7 @@ def get(scope: Scope, memory_key: str, agent: str | None = None) -> list[dict]:
     )
 
 
-def history(scope: Scope, memory_key: str) -> list[dict]:
+def history(scope: Tenant, memory_key: str) -> list[dict]:
     """Every version of every row of the key, newest first."""
     return clickhouse.query(
         f"""
@@ -71,7 +71,7 @@ def history(scope: Scope, memory_key: str) -> list[dict]:
     )
 
 
-def retired_values(scope: Scope, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+def retired_values(scope: Tenant, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
     """Each (namespace, key)'s superseded values (what memory.ask must not restate as current), newest first.
 
     The namespaces are those a search already served the caller (its own, or all_mine's)."""
@@ -97,7 +97,7 @@ def retired_values(scope: Scope, keys: list[tuple[str, str]]) -> dict[tuple[str,
     return retired
 
 
-def keyword_matches(scope: Scope, query: str, limit: int = 10) -> list[dict]:
+def keyword_matches(scope: Tenant, query: str, limit: int = 10) -> list[dict]:
     """Live keys whose value holds the query's content words (stemmed, stop words left out: the terms the lexical
     leg reads), most words first: what a plain keyword search would show beside the ranked hits."""
     terms = sorted(analyse(query).terms)
@@ -116,7 +116,7 @@ def keyword_matches(scope: Scope, query: str, limit: int = 10) -> list[dict]:
     )
 
 
-def chunks(scope: Scope, memory_key: str) -> list[dict]:
+def chunks(scope: Tenant, memory_key: str) -> list[dict]:
     """The verbatim chunks of the key's live rows, in order (what the chunk leg searches)."""
     return clickhouse.query(
         f"""
@@ -129,7 +129,7 @@ def chunks(scope: Scope, memory_key: str) -> list[dict]:
     )
 
 
-def bulk_get(scope: Scope, keys: list[str]) -> dict[str, dict]:
+def bulk_get(scope: Tenant, keys: list[str]) -> dict[str, dict]:
     """The newest active row of each key found, by key."""
     rows = clickhouse.query(
         f"""
@@ -164,7 +164,7 @@ EXCERPT_CHARS = 160  # of the newest value, in a listing
 
 
 def list_keys(
-    scope: Scope,
+    scope: Tenant,
     order: str = "recent",
     limit: int = 100,
     cursor: str | None = None,
@@ -228,7 +228,7 @@ def list_keys(
 
 
 def recall(
-    scope: Scope, memory_key: str | None = None, limit: int = 50, cursor: str | None = None
+    scope: Tenant, memory_key: str | None = None, limit: int = 50, cursor: str | None = None
 ) -> tuple[Page, str | None]:
     """The conversation turns behind a memory (its `source_keys`; a turn, itself), or (no key) the turns of the
     session the scope is held to, in the order they were said; paged by a keyset cursor. With a reason when none
@@ -261,7 +261,7 @@ def recall(
     return Page(rows, _encode("recall", rows[-1]["said_at"], rows[-1]["memory_key"]) if more else None), None
 
 
-def sessions(scope: Scope, limit: int = 100) -> list[dict]:
+def sessions(scope: Tenant, limit: int = 100) -> list[dict]:
     """The namespace's conversations (sessions with turns), the most recently spoken in first: each one's turn
     count and first and last turn's time."""
     return clickhouse.query(
@@ -278,7 +278,7 @@ def sessions(scope: Scope, limit: int = 100) -> list[dict]:
     )
 
 
-def extracted_from(scope: Scope, turn_keys: list[str]) -> dict[str, list[dict]]:
+def extracted_from(scope: Tenant, turn_keys: list[str]) -> dict[str, list[dict]]:
     """The live facts extracted from these turns, by turn (a fact of several turns under each)."""
     rows = clickhouse.query(
         f"""
@@ -317,7 +317,7 @@ _SERVABLE = f"{_ROWS} AND status = 'active' AND sensitivity != 'high'"
 
 
 def timeline(
-    scope: Scope,
+    scope: Tenant,
     entity: str | None = None,
     tags: list[str] | None = None,
     memory_key_prefix: str | None = None,
@@ -351,7 +351,7 @@ def timeline(
     return rows, (rows[0]["total"] if rows else 0)
 
 
-def related(scope: Scope, memory_key: str, min_overlap: int = 1, top_k: int = 20) -> tuple[list[dict], str | None]:
+def related(scope: Tenant, memory_key: str, min_overlap: int = 1, top_k: int = 20) -> tuple[list[dict], str | None]:
     """Rows sharing entities with the key's newest row, most shared first; (rows, reason when none can be)."""
     source = get(scope, memory_key)
     if not source:
@@ -393,7 +393,7 @@ def _side(table: str) -> str:
     return SIDE_KEYS[table]
 
 
-def live_side(table: str, scope: Scope, keys: list[str]) -> dict[str, dict]:
+def live_side(table: str, scope: Tenant, keys: list[str]) -> dict[str, dict]:
     """The live versions of these names in `table` (a side table), by name."""
     column = _side(table)
     rows = clickhouse.query(

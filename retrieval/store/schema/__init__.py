@@ -6,6 +6,7 @@ recorded in `schema_migrations`. `python manage.py migrate` applies
 them (see retrieval/apps.py); `apply()` is safe to run any number of times.
 """
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -14,6 +15,8 @@ from datetime import UTC, datetime
 from retrieval.store import clickhouse, cluster
 
 _MODULE = re.compile(r"^(\d{4})_\w+$")
+_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)\s*\((.*?)\)\s*ENGINE", re.S)
+_ORG_COLUMN = re.compile(r"^\s*org\s", re.M)
 
 LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -31,6 +34,19 @@ def migrations() -> list[tuple[str, list[str]]]:
             module = importlib.import_module(f"{__name__}.{info.name}")
             found.append((info.name, module.STATEMENTS))
     return sorted(found)
+
+
+@functools.cache
+def org_keyed() -> frozenset[str]:
+    """The tables the migrations create with an `org` column: those a statement reads only naming its org
+    (retrieval/store/tenants.py). Read from the DDL, not the engine, so it holds before the schema is applied."""
+    return frozenset(
+        name
+        for _, statements in migrations()
+        for statement in statements
+        for name, columns in _TABLE.findall(statement)
+        if _ORG_COLUMN.search(columns)
+    )
 
 
 def applied() -> set[str]:
