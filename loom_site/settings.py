@@ -278,9 +278,6 @@ LOOM_MEMORY_EMBED_HEAD_CHARS = env.integer(
     doc="the part of a value embedded on its row; longer values are chunked",
 )
 LOOM_MEMORY_CHUNK_CHARS = env.integer("LOOM_MEMORY_CHUNK_CHARS", 1000, minimum=64, doc="chunk size")
-LOOM_MEMORY_CHUNK_OVERLAP_CHARS = env.integer(
-    "LOOM_MEMORY_CHUNK_OVERLAP_CHARS", 150, minimum=0, doc="overlap between chunks"
-)
 # A row written without entities gets the names its value is about (retrieval/language/names.py `in_value`), so the
 # entity, graph and related legs serve it; with a real model, the entity extractor then asks it
 # (retrieval/ingest/entity_extractor.py).
@@ -368,12 +365,6 @@ LOOM_EMBEDDING_CACHE_SIZE = env.integer(
     doc="the per-process LRU of query vectors (keyed by org, model and normalised text)",
 )
 LOOM_EMBEDDING_CACHE_TTL_S = env.number("LOOM_EMBEDDING_CACHE_TTL_S", 3600.0, minimum=0, doc=env.ABOVE)
-LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS = env.integer(
-    "LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS",
-    2000,
-    minimum=0,
-    doc="longer queries skip the shared `loom.embedding_cache` table (7-day TTL; with a ClickHouse server only: one process owns the embedded engine, so there is no one to share with)",
-)
 LOOM_REQUIRE_REAL_PROVIDERS = env.boolean(
     "LOOM_REQUIRE_REAL_PROVIDERS", False, doc="health reads `degraded` while a fake provider serves"
 )
@@ -516,14 +507,6 @@ LOOM_MEMORY_ASK_LLM_CACHE_DEFAULT = env.boolean(
     doc="`memory.ask`'s answers in the response cache: on for every namespace, or (default off) for those listed",
 )
 LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES = env.strings("LOOM_MEMORY_ASK_LLM_CACHE_NAMESPACES", doc=env.ABOVE, shown="empty")
-# The weight of the used_cited event a cited key gets (memory.outcome's positive event weighs 1 by default).
-LOOM_MEMORY_ASK_CITED_WEIGHT = env.number(
-    "LOOM_MEMORY_ASK_CITED_WEIGHT",
-    0.5,
-    minimum=0,
-    maximum=10,
-    doc="the weight of the `used_cited` usage event a cited key gets",
-)
 # Rows of source_class external (outside text, unattested) are shown as hits but never built on.
 LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL = env.boolean(
     "LOOM_MEMORY_ASK_EXCLUDE_UNVERIFIED_EXTERNAL",
@@ -559,34 +542,11 @@ LOOM_WRITE_GATES_LOAD_WAIT_S = env.number(
     minimum=0,
     doc="a write batch over `LOOM_WRITE_GATES_MAX_PAIRS` whose namespace has no stored cells ready yet waits up to this many seconds, all told, for its vector mirror loading, else for the stored cells' training under way (the batch's own, or another process's; not at all once the pace of either says it will be later: a million rows load in ~56 s and train in ~45 s here, a few thousand in well under a second; nor, once a batch here waited in vain for another process's training that did not move for half this long or more, until it moves: a dead process's claim gives way only after 10 min), else is stored unjudged (`write_gates: \"skipped\"`); 0: never waits",
 )
-# From this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each
-# value (retrieval/index/cells.py) instead of with every row: a cost that grows with the cells read (bench/gates.py).
-LOOM_WRITE_GATES_EXACT_ROWS = env.integer(
-    "LOOM_WRITE_GATES_EXACT_ROWS",
-    20_000,
-    minimum=0,
-    doc="from this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest each value instead of every row",
-)
-# A namespace this large loads for longer than a batch waits (LOOM_WRITE_GATES_LOAD_WAIT_S, 10 s: 10-12 s for 200k
-# rows here): it keeps its gates' cells in ClickHouse too, so a restart's batches are judged before its mirror is in.
-# Not smaller: indexing them costs a write ~10 ms of CPU a 500-row batch (bench/ingest.py, 200k rows).
-LOOM_WRITE_GATES_STORED_CELLS_FROM = env.integer(
-    "LOOM_WRITE_GATES_STORED_CELLS_FROM",
-    200_000,
-    minimum=0,
-    doc="a namespace whose vector mirror holds this many rows keeps its write gates' cells in ClickHouse too (`vector_cells`, ~400 bytes a row of 384-d, one more insert a write), trained in the background: a batch that finds no mirror (after a restart, before the load is in) reads them at once; 0: stored cells only once a batch found neither mirror nor cells",
-)
 # Adaptive thresholds: derive the gates from the live embedder's probe (fakes keep the scalars).
 LOOM_ADAPTIVE_THRESHOLDS = env.boolean(
     "LOOM_ADAPTIVE_THRESHOLDS",
     True,
     doc="derive the gates from the live embedder (fakes keep the scalars)",
-)
-LOOM_CALIBRATION_REFRESH_SECONDS = env.number(
-    "LOOM_CALIBRATION_REFRESH_SECONDS",
-    60.0,
-    minimum=0,
-    doc="how often a process re-reads its model's calibration",
 )
 # The recalibration worker (retrieval/gates/recalibration.py): the embedder probed again weekly, in the server process.
 LOOM_RECALIBRATION_ENABLED = env.boolean(
