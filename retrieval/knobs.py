@@ -1,7 +1,7 @@
 """Every weight and constant a search ranks and judges by, in one table: its stage, default, bounds, why, and
 the setting that overrides it (a `LOOM_*` name) or none (a constant, changed here with a measurement).
 
-`loom_site/settings.py` reads the settings from this table, the code reads the constants from this module, and
+`loom_site/settings/search.py` reads the settings from this table, the code reads the constants from this module, and
 docs/operating.md's "Ranking knobs" table is generated from it (`python -m retrieval.knobs`; a test keeps them equal).
 """
 
