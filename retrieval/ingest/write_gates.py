@@ -133,7 +133,7 @@ def _nearest_stored(
     index.sync(scope.org, [scope.namespace], model)
     mirror = index.get(scope.org, scope.namespace, model, compact=True) if index.enabled() else None
     if mirror is not None:
-        if len(mirror.ids) >= knobs.STORED_CELLS_FROM > 0:
+        if mirror.size >= knobs.STORED_CELLS_FROM > 0:
             index.keep_stored_cells(scope.org, scope.namespace, model)  # for the batches of a restart's load
         return mirror.nearest(vectors, keys, scopes)
     try:
