@@ -8,7 +8,7 @@ building it, and times `ORDER BY cosineDistance(v, q) LIMIT 10` with the index a
 (`hnsw_candidate_list_size_for_search`), reporting p50/p95 and recall@10 against numpy's exact top-10. In the same
 run, the two reads the service makes instead: the same statement with the index off (`use_skip_indexes = 0`: the
 exact scan in SQL), and the vector mirror's read (`Vectors.top`, int8 codes first past
-LOOM_MEMORY_SEARCH_CODES_MIN_ROWS). Synthetic rows are clustered unit vectors (tests/synthetic.py), queries a row
+knobs.CODES_MIN_ROWS). Synthetic rows are clustered unit vectors (tests/synthetic.py), queries a row
 plus noise 0.3 a dimension (a question near no row); `--real` adds the local embedder's vectors of 45,000 sentences,
 searched with those of others held out (bench/real_vectors.py): random vectors flatter an approximate read.
 """

@@ -11,7 +11,7 @@ run three times on the same stored rows: with LOOM_WRITE_GATES_LOAD_WAIT_S at it
 load), at 0 (never waits: the code before it), and warmed: the process first loads the mirrors of the namespaces
 written last, as a serving process does at its start (`index.warm`, loom_site/wsgi.py), timed, and the batch
 comes once that is done. With `--stored`, the start comes instead after a process that served the namespace with its
-mirror in: a namespace of LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps its gates' cells in ClickHouse
+mirror in: a namespace of knobs.STORED_CELLS_FROM rows keeps its gates' cells in ClickHouse
 (retrieval/index/stored_cells.py), trained in the background after that process's batch (timed, the `warm-up s`);
 the start's first batch (LOOM_WRITE_GATES_LOAD_WAIT_S 0: no wait for the load) reads them. Embedded engine, fake
 embedder.

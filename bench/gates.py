@@ -32,7 +32,7 @@ import numpy as np
 from django.conf import settings
 
 from bench.real_vectors import embedded
-from retrieval import index
+from retrieval import index, knobs
 from retrieval.index import Vectors, stored_training
 from retrieval.store import clickhouse, schema
 from tests.synthetic import DATED, DIM, mirror, unit, vectors
@@ -54,7 +54,7 @@ def verdict(hit) -> str:
 
 
 def judged(built, batches: list[tuple[np.ndarray, list]], exact_rows: int) -> tuple[list[float], list]:
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = exact_rows
+    knobs.GATES_EXACT_ROWS = exact_rows
     timings, found = [], []
     for n, (batch, scopes) in enumerate(batches):
         keys = [f"new{n}.{i}" for i in range(len(batch))]
@@ -108,7 +108,7 @@ def measure(label: str, stored: np.ndarray, batches: list[tuple], exact_batches:
     built = mirror("ns", stored, None, sessions=sessions)  # the gates read no key vectors
     exact_ms, exact = judged(built, batches[:exact_batches], 10**12)
     start = time.perf_counter()
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 0
+    knobs.GATES_EXACT_ROWS = 0
     built._gate_cells()
     trained = time.perf_counter() - start
     cells_ms, cells = judged(built, batches, 0)

@@ -8,7 +8,7 @@ A component benchmark: `Vectors.top()` itself, what an unfiltered search's vecto
 without the rest of the search (bench/search.py times whole searches). Rows are synthetic unit vectors, 384-d, in
 200 clusters; a query is a row plus noise, 0.3 a dimension (its cosine to that row ~0.17: a question near no row)
 and, a second row per size, 0.1 (~0.45; `--noise`). Reported per size: which read the mirror made (`read`: mirror,
-codes from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows, bits from LOOM_MEMORY_SEARCH_BITS_MIN_ROWS once the mirror's
+codes from knobs.CODES_MIN_ROWS rows, bits from knobs.BITS_MIN_ROWS once the mirror's
 check on its queries, sent once untimed first, found that they keep the nearest rows); p50 and p95 of `top()` (the
 value axis, as a namespace without the key axis searches; pool 100);
 recall@10 of its order against numpy's exact top-10 (codes-first is approximate until its rescoring); numpy's
@@ -28,10 +28,10 @@ from scratch_django import django_on_scratch
 django_on_scratch("loom-bench-scale-")
 
 import numpy as np
-from django.conf import settings
 
 from bench.numpy_threads import numpy_default_threads
 from bench.real_vectors import embedded
+from retrieval import knobs
 from retrieval.index import Vectors
 from tests.synthetic import DIM, mirror, unit, vectors
 
@@ -61,7 +61,7 @@ def timed_searches(searched: list[tuple[Vectors, np.ndarray, np.ndarray]]) -> tu
     sent its queries once first, untimed, and any check of its bits they start is waited for."""
     for built, _, q in searched:
         built.top(q, False, POOL)
-    bits_from = settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS
+    bits_from = knobs.BITS_MIN_ROWS
     for built in {id(built): built for built, _, _ in searched}.values():
         if built.first_read(False) != "mirror" and bits_from and len(built.ids) >= bits_from:
             while built.bits_checked is None:  # the queries above started it
@@ -127,9 +127,9 @@ def main():
         grown = rss_mb() - before
         bound = real[:45_000].nbytes / (bandwidth * 1e9) * 1000
         searched = [(built, real[:45_000], q) for q in real[45_000 : 45_000 + args.queries]]
-        settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
+        knobs.CODES_MIN_ROWS = 1
         for bits_from in (0, 1):  # codes, then bits (once checked)
-            settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = bits_from
+            knobs.BITS_MIN_ROWS = bits_from
             timed = timed_searches(searched)
             report("1 (real)", built.first_read(False), *timed, 45_000, bound, grown)
         del built

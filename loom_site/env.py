@@ -46,7 +46,7 @@ def _shown(default) -> str:
 
 
 def markdown() -> str:
-    """The settings table, a row per setting (or per settings read together), in the order settings.py reads them."""
+    """The settings table, a row per setting (or per settings read together), in the order loom_site/settings/ reads them."""
     rows: list[tuple[list[str], list[str], str]] = []
     for read in READS.values():
         if read.doc == ABOVE:
@@ -236,6 +236,6 @@ if __name__ == "__main__":  # the table docs/operating.md shows
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "loom_site.settings")
     django.setup()
-    from loom_site import env  # the module settings.py read through (this file runs as __main__)
+    from loom_site import env  # the module the settings read through (this file runs as __main__)
 
     print(env.markdown())

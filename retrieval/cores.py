@@ -1,16 +1,14 @@
 """A serving process's Python threads on one CPU; its native work on any.
 
-A process's request threads share Python's lock, and numpy, sqlite and the engine's client let it go around every
-call of any size: with eight searches in flight on two cores the lock changes hands at most of them, and each time
-the thread that let it go is woken on the other core, a switch and a cold cache. Measured over HTTP (`make run`, 8
-threads, 8 clients, searches only, 2,000 memories): 124-126 thread switches and 7.9-8.3 ms of CPU a search request;
-with the Python threads on one CPU, 19 and 6.6-6.8 ms, and 171.8-216.6 searches/s against 122.0-174.5
-(bench/http_load.py --pinned false true, docs/operating.md).
+A process's request threads share Python's lock, and numpy, sqlite and the engine's client release it around every
+call: with eight searches in flight on two cores the lock changes hands often, and each time the thread that let it
+go wakes on the other core, a switch and a cold cache. Pinned, a search request takes less CPU and more are served
+(bench/http_load.py --pinned, docs/operating.md).
 
 So gunicorn's worker keeps its Python threads on one CPU (`pin`, from its `post_worker_init` hook: the workers take
 the CPUs in turn), and a thread leaves it while it runs native work that can use the other cores and needs no
-Python (`anywhere`): the engine's statements (the engine's own threads start inside them, and keep every CPU),
-the local model's inference, a scan over many rows. A thread started while its starter is pinned stays pinned.
+Python (`anywhere`): the engine's statements, the local model's inference, a scan over many rows. A thread started
+while its starter is pinned stays pinned.
 """
 
 import logging

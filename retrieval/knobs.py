@@ -1,7 +1,7 @@
 """Every weight and constant a search ranks and judges by, in one table: its stage, default, bounds, why, and
 the setting that overrides it (a `LOOM_*` name) or none (a constant, changed here with a measurement).
 
-`loom_site/settings.py` reads the settings from this table, the code reads the constants from this module, and
+`loom_site/settings/search.py` reads the settings from this table, the code reads the constants from this module, and
 docs/operating.md's "Ranking knobs" table is generated from it (`python -m retrieval.knobs`; a test keeps them equal).
 """
 
@@ -14,7 +14,7 @@ from retrieval.options import SEARCH_MODES
 class Knob:
     name: str  # a constant of this module, or the LOOM_* setting
     default: object
-    stage: str  # where it acts: plan, embed, fusion, rank, window, verdict, gates, write
+    stage: str  # where it acts: plan, index, embed, fusion, rank, window, verdict, gates, write
     why: str
     minimum: float | None = None
     maximum: float | None = None
@@ -61,37 +61,32 @@ _knob(
     minimum=0,
     maximum=1,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_CODES_MIN_ROWS",
+CODES_MIN_ROWS = _knob(
+    "CODES_MIN_ROWS",
     50_000,
-    "plan",
+    "index",
     "from this many live rows a mirror scans int8 codes first and rescores the best at full precision "
     "(4x fewer bytes read; below it the exact float32 scan is as fast); 0 turns codes off",
-    minimum=0,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_CODES_CANDIDATES",
+CODES_CANDIDATES = _knob(
+    "CODES_CANDIDATES",
     1000,
-    "plan",
+    "index",
     "rows the codes pass keeps for exact rescoring (at least the pool, plus a margin)",
-    minimum=1,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_BITS_MIN_ROWS",
+BITS_MIN_ROWS = _knob(
+    "BITS_MIN_ROWS",
     250_000,
-    "plan",
+    "index",
     "from this many live rows the codes pass reads only the rows whose sign bits (a bit a dimension) differ least "
     "from the query's, while a check on the mirror's recent queries finds that they keep the nearest; 0 turns bits off",
-    minimum=0,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_BITS_KEEP",
+BITS_KEEP = _knob(
+    "BITS_KEEP",
     0.02,
-    "plan",
+    "index",
     "the share of the rows the bits pass keeps for the codes pass (real embeddings, 45k rows: recall@10 1.000 at "
     "0.02, 0.997 at 0.01)",
-    minimum=0.0001,
-    maximum=1,
 )
 _knob(
     "LOOM_MEMORY_SEARCH_POOL_MULTIPLIER",
@@ -100,12 +95,11 @@ _knob(
     "the pool each leg fills is top_k times this (at least the minimum below)",
     minimum=1,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_POOL_MIN",
+POOL_MIN = _knob(
+    "POOL_MIN",
     50,
     "plan",
     "the smallest pool: the abstain verdict reads separation over it",
-    minimum=1,
 )
 _knob(
     "LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK",
@@ -122,13 +116,12 @@ _knob(
     minimum=1,
     maximum=5000,
 )
-_knob("LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS", 600, "plan", "how long a parked page handle serves", minimum=1)
-_knob(
-    "LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS",
+PAGE_TTL_SECONDS = _knob("PAGE_TTL_SECONDS", 600, "plan", "how long a parked page handle serves")
+TEMPORAL_WINDOW_DAYS = _knob(
+    "TEMPORAL_WINDOW_DAYS",
     7.0,
     "plan",
     "temporal mode's half-width around the question's date, at least",
-    minimum=0,
 )
 _knob(
     "LOOM_MEMORY_SEARCH_DEFAULT_NAMESPACE_SCOPE",
@@ -279,12 +272,17 @@ _knob(
     minimum=0,
     maximum=1,
 )
-_knob(
-    "LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS",
+REINFORCEMENT_HALF_LIFE_DAYS = _knob(
+    "REINFORCEMENT_HALF_LIFE_DAYS",
     90.0,
     "rank",
     "an outcome event counts half after this long",
-    minimum=0.01,
+)
+ASK_CITED_WEIGHT = _knob(
+    "ASK_CITED_WEIGHT",
+    0.5,
+    "rank",
+    "the weight of the `used_cited` event a key memory.ask cites gets (memory.outcome's positive event weighs 1)",
 )
 _knob(
     "LOOM_MEMORY_SEARCH_SENSITIVITY_DEMOTE",
@@ -433,6 +431,24 @@ CONTEXT_WEIGHT = _knob(
     0.5,
     "write",
     "a turn's vector leans toward the turn it answers: gained recall@10 on every dev fold",
+)
+CHUNK_OVERLAP_CHARS = _knob(
+    "CHUNK_OVERLAP_CHARS", 150, "write", "a long value's passages overlap this much, so no sentence is only cut"
+)
+GATES_EXACT_ROWS = _knob(
+    "GATES_EXACT_ROWS",
+    20_000,
+    "write",
+    "from this many rows in a namespace's mirror, the write gates compare a batch with the rows of the cells nearest "
+    "each value instead of every row: a cost that grows with the cells read (docs/benchmarks.md, bench/gates.py)",
+)
+STORED_CELLS_FROM = _knob(
+    "STORED_CELLS_FROM",
+    200_000,
+    "write",
+    "a namespace whose mirror holds this many rows (more than a restart loads within LOOM_WRITE_GATES_LOAD_WAIT_S) "
+    "keeps its write gates' cells in ClickHouse too, so a restart's batches are judged before its mirror is in; "
+    "not fewer: indexing them costs each write CPU (docs/benchmarks.md); 0: only once a batch found neither",
 )
 
 SETTINGS = [knob for knob in TABLE if knob.setting]

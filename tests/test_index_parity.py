@@ -103,3 +103,13 @@ def test_a_leg_over_the_index_answers_as_its_sql(backend, agent, settings, leg, 
         answer, statements = leg_answer(settings, scope, request, leg, mirrored=True)
         assert answer == approx(reference), query
         assert not statements, f"the index did not answer the {leg} leg: {statements}"
+
+
+def test_what_the_index_hands_the_legs_is_read_through_its_doors_reader():
+    """`index.get` and `index.peek` hand out a namespace's arrays; the legs and the write gates read them through
+    `index.Reader`, which each of its reads must keep answering (a renamed read fails here, not in a leg)."""
+    from retrieval.index import vectors
+
+    held = vectors.Vectors(keyed=True)
+    assert isinstance(held, index.Reader)
+    assert held.size == 0

@@ -4,6 +4,7 @@ strong one spends nothing, a slow model costs at most the timeout, a switched-of
 import json
 import time
 
+from retrieval import knobs
 from tests.model_server import Answer
 from tests.test_vector_mirror import wait_until
 
@@ -189,10 +190,11 @@ GRAPH = [
 
 
 def test_a_weak_standard_pass_reads_the_graph_one_hop_from_the_questions_entities(
-    backend, openai_llm, openai_embedder, model_server, ranker, settings
+    backend, openai_llm, openai_embedder, model_server, ranker, settings, monkeypatch
 ):
     settings.LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS = 0  # the graph round calls no model
-    settings.LOOM_MEMORY_SEARCH_POOL_MIN, settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = 3, 1  # a pool of three rows
+    monkeypatch.setattr(knobs, "POOL_MIN", 3)  # a pool of three rows
+    settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER = 1
     settings.LOOM_MEMORY_SEARCH_HYDE_FALLBACK_THRESHOLD = 0.95  # a first pass this close to the question is weak
     near = ["what does the team take care of", "who takes care of the plants", "does Ana take care of it"]
     ranker.set(*GRAPH, *({"memory_key": f"near{i}", "value": value} for i, value in enumerate(near)))

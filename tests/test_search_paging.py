@@ -2,6 +2,7 @@
 
 import pytest
 
+from retrieval import knobs
 from retrieval.search import paging
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
@@ -25,12 +26,12 @@ def test_without_paging_there_is_no_next(backend, ranker):
     assert ranker.search("quarterly report", top_k=3).json["next"] is None
 
 
-def test_a_handle_expires_and_belongs_to_its_namespace(backend, ranker, call, settings):
+def test_a_handle_expires_and_belongs_to_its_namespace(backend, ranker, call, monkeypatch):
     ranker.set(*[{"memory_key": f"k{i}", "value": "quarterly report"} for i in range(8)])
     handle = ranker.search("quarterly report", top_k=3, paging=True).json["next"]
     other = call("memory.search", {"namespace": "elsewhere", "page": handle}, ranker.token).json
     assert other["abstain_code"] == "page_expired"
-    settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS = 0
+    monkeypatch.setattr(knobs, "PAGE_TTL_SECONDS", 0)
     expired = ranker.search("quarterly report", top_k=3, paging=True).json["next"]
     assert call("memory.search", {"page": expired}, ranker.token).json["abstain_code"] == "page_expired"
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval import index
+from retrieval import index, knobs
 from retrieval.index import cells, reading, registry, stored_cells, stored_training, stored_versions
 from retrieval.store import clickhouse
 from tests.test_sql_snapshots import normalised
@@ -265,7 +265,7 @@ def test_the_batch_read_sends_the_statements_of_its_snapshot(unscanned, snapshot
 def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_once(
     backend, agent, settings, monkeypatch
 ):
-    """A namespace whose mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows keeps stored cells too: after a restart,
+    """A namespace whose mirror holds knobs.STORED_CELLS_FROM rows keeps stored cells too: after a restart,
     a batch too large to scan reads them at once instead of waiting for the load (a minute at 1M rows)."""
     from retrieval import index
     from tests.test_vector_mirror import wait_for_mirror
@@ -275,10 +275,10 @@ def test_a_large_namespaces_cells_are_kept_so_a_restarts_batches_are_judged_at_o
     agent.set(*({"memory_key": f"f{i}", "value": fact} for i, fact in enumerate(FACTS)))
     settings.LOOM_WRITE_GATES = True
     wait_for_mirror(agent)
-    settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS) + 1
+    monkeypatch.setattr(knobs, "STORED_CELLS_FROM", len(FACTS) + 1)
     assert stored(agent, {"memory_key": "c0", "value": FACTS[0]})[0]["duplicate_of"] == "f0"  # the mirror's verdict
     assert stored_training.training() == 0 and stored_versions.versions(org, agent.namespace, model) == []  # too small
-    settings.LOOM_WRITE_GATES_STORED_CELLS_FROM = len(FACTS)
+    monkeypatch.setattr(knobs, "STORED_CELLS_FROM", len(FACTS))
     stored(agent, {"memory_key": "c1", "value": FACTS[1]})
     wait_for_training()
     assert stored_cells.ready(org, agent.namespace, model).rows == len(FACTS)

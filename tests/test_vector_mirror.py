@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from retrieval import index
+from retrieval import index, knobs
 from retrieval.index import growth, postings, reading, scan
 from retrieval.store import clickhouse
 
@@ -481,8 +481,8 @@ def test_a_search_gets_in_between_the_steps_of_a_loaded_mirrors_word_count(monke
     assert counted < 8000 and built.worded[:8000].all()
 
 
-def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings):
-    """From LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows the int8 codes pick the candidates, rescored at full precision:
+def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(monkeypatch):
+    """From knobs.CODES_MIN_ROWS rows the int8 codes pick the candidates, rescored at full precision:
     the same top rows, the same similarities, as the float32 scan."""
     import numpy as np
 
@@ -494,9 +494,10 @@ def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings
     built.retire([built.ids[3]])  # a retired row stays out of either read
     queries = values[rng.integers(0, 5000, 20)] + 0.3 * rng.standard_normal((20, 384)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 0
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 0)
     exact = [built.top(q, False, 50) for q in queries]
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 1000, 200
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 1000)
+    monkeypatch.setattr(knobs, "CODES_CANDIDATES", 200)
     coded = [built.top(q, False, 50) for q in queries]
     assert [[hit[0] for hit in top[:10]] for top in coded] == [[hit[0] for hit in top[:10]] for top in exact]
     assert all(abs(a[1] - b[1]) < 1e-6 for top, other in zip(coded, exact) for a, b in zip(top[:10], other[:10]))
@@ -504,8 +505,10 @@ def test_a_large_mirror_scans_codes_first_and_answers_as_the_exact_scan(settings
 
 
 @pytest.mark.parametrize("noise, read", [(0.05, "bits"), (0.6, "codes")])
-def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_queries_nearest_rows(settings, noise, read):
-    """From LOOM_MEMORY_SEARCH_BITS_MIN_ROWS rows the codes pass reads only the rows whose sign bits are nearest the
+def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_queries_nearest_rows(
+    noise, read, monkeypatch
+):
+    """From knobs.BITS_MIN_ROWS rows the codes pass reads only the rows whose sign bits are nearest the
     query's, once a check on the mirror's recent queries found that the bits keep their nearest rows: queries near
     some row pass, queries near none (their "nearest" barely above noise) do not, and the codes of every row serve
     them. Either way the top rows are the exact scan's."""
@@ -517,8 +520,10 @@ def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_querie
     values = vectors(20_000, rng)
     built = mirror("ns", values, values)
     queries = unit(values[rng.integers(0, 20_000, 80)] + noise * rng.standard_normal((80, 384)).astype(np.float32))
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 1000, 200
-    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_BITS_KEEP = 10_000, 0.05
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 1000)
+    monkeypatch.setattr(knobs, "CODES_CANDIDATES", 200)
+    monkeypatch.setattr(knobs, "BITS_MIN_ROWS", 10_000)
+    monkeypatch.setattr(knobs, "BITS_KEEP", 0.05)
     assert built.first_read(False) == "codes"  # the bits are not checked yet (the check runs once it has queries)
     exact = [built.top(query, False, 50) for query in queries]
     wait_until(lambda: built.bits_checked is not None)
@@ -527,8 +532,8 @@ def test_past_the_bits_rows_a_mirror_reads_bits_first_while_they_keep_its_querie
     assert [[hit[0] for hit in top[:10]] for top in found] == [[hit[0] for hit in top[:10]] for top in exact]
 
 
-def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(settings):
-    """From LOOM_WRITE_GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
+def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_comparison_finds(monkeypatch):
+    """From knobs.GATES_EXACT_ROWS rows a batch is compared with the rows of the cells nearest each value
     (retrieval/index/cells.py): a near copy's nearest row is the one the exact comparison names, rows written after
     the cells were trained are found too (nearly all of those of a topic the training never saw), and a retired
     row, another scope's row or the key's own row never is."""
@@ -543,9 +548,9 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
     picked = rng.choice(20_000, 200, replace=False)
     copies = unit(values[picked] + 0.01 * rng.standard_normal((200, 384)).astype(np.float32))
     new_keys = [f"new{i}" for i in range(200)]
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 10**9
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 10**9)
     exact = built.nearest(copies, new_keys, scope * 200)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     found = built.nearest(copies, new_keys, scope * 200)
     assert [hit[0] for hit in found] == [hit[0] for hit in exact]
     assert np.allclose([hit[1] for hit in found], [hit[1] for hit in exact], atol=1e-6)
@@ -566,7 +571,7 @@ def test_past_the_exact_rows_the_write_gates_read_cells_and_find_what_the_exact_
     assert built.nearest(copies[:2], new_keys[:2], [("other", "", "", "", "fact")] * 2) == [None, None]
 
 
-def test_a_compact_mirror_finds_what_the_full_one_finds(settings):
+def test_a_compact_mirror_finds_what_the_full_one_finds(monkeypatch):
     """A compact mirror (each value vector as two int8 codes) trains and fills its cells, and rescores its
     candidates, with what its codes give: the same nearest rows as the full mirror's, at cosines within 1e-5, in half
     the bytes."""
@@ -575,7 +580,7 @@ def test_a_compact_mirror_finds_what_the_full_one_finds(settings):
     from retrieval.index import Vectors
     from tests.synthetic import mirror, unit, vectors
 
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     rng = np.random.default_rng(13)
     values = vectors(20_000, rng)
     full = mirror("ns", values, None, sessions=7)
@@ -640,9 +645,7 @@ def test_a_vectors_probes_are_the_nearest_fine_centroids_of_its_nearest_coarse_c
 
 
 @pytest.mark.parametrize("recent_share", [10.0, 0.0], ids=["recent", "merged"])
-def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(
-    settings, monkeypatch, recent_share
-):
+def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_scope(monkeypatch, recent_share):
     """A namespace written in many sessions: the cells keep their rows in order of (cell, write scope) and a value is
     compared with its own scope's slice only. What the cells find equals the exact comparison, rows added after
     training included, whether they are still kept apart or merged with the rest; a copy of another session's row
@@ -659,7 +662,7 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     rng = np.random.default_rng(3)
     values = vectors(12_000, rng)
     built = mirror("ns", values[:10_000], values[:10_000], sessions=40)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     built.nearest(values[:1], ["x"], [("default", "", "s0", "", "fact")])  # trains the cells
     mirror("ns", values[10_000:], values[10_000:], built, name="later", sessions=40)  # interleaved sessions
     cells = built.cells
@@ -680,9 +683,9 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     keys = [f"new{i}" for i in range(300)]
     for scopes in (own, other):
         found = built.nearest(copies, keys, scopes)
-        settings.LOOM_WRITE_GATES_EXACT_ROWS = 10**9
+        monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 10**9)
         exact = built.nearest(copies, keys, scopes)
-        settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+        monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
         agree = sum(hit[0] == best[0] for hit, best in zip(found, exact))
         assert agree >= (300 if scopes is own else 270)  # another scope's nearest is no near copy: cells may miss it
     names = [f"m{i}" if i < 10_000 else f"later{i - 10_000}" for i in picked]
@@ -690,7 +693,7 @@ def test_the_write_gates_cells_compare_a_value_with_the_rows_of_its_own_write_sc
     assert all(hit[0] != name for hit, name in zip(built.nearest(copies, keys, other), names))
 
 
-def test_a_value_whose_scope_holds_only_retired_rows_finds_none_from_the_cells(settings):
+def test_a_value_whose_scope_holds_only_retired_rows_finds_none_from_the_cells(monkeypatch):
     """The cells keep a retired row in place (it is only no longer live): a value of a session whose one row was
     retired reads that row's block alone, and finds nothing, rather than failing the write."""
     import numpy as np
@@ -699,7 +702,7 @@ def test_a_value_whose_scope_holds_only_retired_rows_finds_none_from_the_cells(s
 
     values = vectors(3000, np.random.default_rng(5))
     built = mirror("ns", values, None)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     built.nearest(values[:1], ["x"], [("default", "", "", "", "fact")])  # trains the cells
     mirror("ns", values[:1], None, built, name="lone", sessions=1)  # session s0's one row
     lone = ("default", "", "s0", "", "fact")
@@ -708,7 +711,7 @@ def test_a_value_whose_scope_holds_only_retired_rows_finds_none_from_the_cells(s
     assert built.nearest(values[:1], ["x"], [lone]) == [None]
 
 
-def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(settings):
+def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(monkeypatch):
     """What the byte budget counts: each row's value vector, codes and bits (key vectors only when held), and the
     cells once trained; the arrays' room for rows to come is never written, so never resident."""
     import numpy as np
@@ -722,7 +725,7 @@ def test_a_mirror_weighs_its_rows_and_the_gates_cells_not_its_arrays_capacity(se
     assert len(keyless.values) == len(keyed.keys) == 2048
     assert keyless.nbytes == 1500 * (384 * 4 + 384 + 48)
     assert keyed.nbytes == 1500 * (384 * 8 + 384 + 48)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     keyless._gate_cells()
     assert keyless.nbytes - 1500 * (384 * 4 + 384 + 48) == keyless.cells.nbytes > 1500 * 384
 
@@ -745,9 +748,7 @@ def test_a_loaded_mirror_has_room_for_the_writes_after_it(backend, agent, settin
     assert agent.hits("late note 7 about the boiler", min_similarity=0)[0] == "after.7"
 
 
-def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_change_made_meanwhile(
-    settings, monkeypatch
-):
+def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_change_made_meanwhile(monkeypatch):
     """Once its rows fill 7/8 of its room, a mirror grows its arrays in the background, the rows held then copied
     outside its lock: a search and writes go on while it copies, and rows added, re-embedded and retired meanwhile
     are all in the grown arrays."""
@@ -781,13 +782,14 @@ def test_a_large_mirror_grows_its_arrays_ahead_of_its_writes_and_keeps_every_cha
     wait_until(lambda: built.touched is None)
     assert len(built.values) == 2048 and built.values is not before
     assert np.array_equal(built.values[:1000], np.concatenate([values[1050:1055], values[5:1000]]))
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES = 100, 50
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 100)
+    monkeypatch.setattr(knobs, "CODES_CANDIDATES", 50)
     for query, key in ((values[1052], "m2"), (values[950], "later50"), (values[300], "m300")):
         assert built.top(query, False, 1)[0][0].memory_key == key  # (the codes copied too: read first here)
     assert "m7" not in [hit[0].memory_key for hit in built.top(values[7], False, 10)]
 
 
-def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(settings, monkeypatch):
+def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_are_then(monkeypatch):
     """The cells train outside the mirror's lock. A write meanwhile may outgrow the mirror's arrays (they are
     reallocated); its rows still join the new cells, so a copy of one finds it."""
     import numpy as np
@@ -797,7 +799,7 @@ def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_ar
 
     rng = np.random.default_rng(9)
     values = vectors(3000, rng)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     built = mirror("ns", values[:2048], values[:2048])  # arrays of exactly 2,048 rows
     trained = cells.Cells.trained
 
@@ -813,7 +815,7 @@ def test_rows_written_while_the_cells_train_join_them_from_the_arrays_as_they_ar
     assert [hit[0] for hit in found] == [f"later{i}" for i in range(952)]
 
 
-def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_placed_meanwhile(settings, monkeypatch):
+def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_placed_meanwhile(monkeypatch):
     """The gates' cells of a large mirror merge their recent rows into their first run outside the mirror's lock: a
     write and the gates' reads go on while it builds the run, and the rows that write placed stay recent, found by
     the gates, after it."""
@@ -837,7 +839,7 @@ def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_pl
     monkeypatch.setattr(cells, "_merged", paused)
     rng = np.random.default_rng(13)
     values = vectors(4000, rng)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     built = mirror("ns", values[:3000], None, sessions=4)
     scope = [("default", "", "s0", "", "fact")]
     built.nearest(values[:1], ["x"], scope)  # trains the cells on 3,000 rows
@@ -862,7 +864,7 @@ def test_a_large_mirror_merges_its_cells_in_the_background_and_keeps_the_rows_pl
     assert [hit[0] for hit in found] == ["m5", "recent100", "later50"]
 
 
-def test_the_write_gates_cells_are_retrained_as_the_mirror_grows_by_half_or_its_strays_grow(settings, monkeypatch):
+def test_the_write_gates_cells_are_retrained_as_the_mirror_grows_by_half_or_its_strays_grow(monkeypatch):
     """Rows join the trained cells as they come; the centroids are trained again (in the background, the old cells
     serving meanwhile) once the rows have grown by half (RETRAIN_GROWTH), or once many rows of topics the training
     never saw (strays, read by every batch) have come."""
@@ -871,7 +873,7 @@ def test_the_write_gates_cells_are_retrained_as_the_mirror_grows_by_half_or_its_
     from tests.synthetic import mirror, unit, vectors
 
     rng = np.random.default_rng(5)
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1000
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1000)
     topic = rng.standard_normal(384).astype(np.float32)
     first, more = (unit(topic + 0.8 * rng.standard_normal((n, 384)).astype(np.float32)) for n in (2000, 900))
     built = mirror("ns", first, first)
@@ -895,19 +897,19 @@ def test_the_write_gates_cells_are_retrained_as_the_mirror_grows_by_half_or_its_
     assert not built.cells.due()
 
 
-def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings):
+def test_the_search_says_which_read_its_vector_leg_made(backend, agent, settings, monkeypatch):
     agent.set(*ROWS)
     settings.LOOM_VECTOR_MIRROR = False
     assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "clickhouse"
     settings.LOOM_VECTOR_MIRROR = True
     wait_for_mirror(agent)
     assert agent.search("production deploys").json["retrieval_work"]["vector_read"] == "mirror"
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 1)
     coded = agent.search("production deploys").json
     assert coded["retrieval_work"]["vector_read"] == "codes" and coded["hits"][0]["memory_key"] == "k00"
     traced = agent.call("memory.search_trace", {"query": "production deploys"}, agent.token).json
     assert traced["vector_read"] == "codes"
-    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = 1
+    monkeypatch.setattr(knobs, "BITS_MIN_ROWS", 1)
     mirror = index.get(agent_org(agent), agent.namespace, "fake-ngram-384")
 
     def checked():  # once the mirror has been sent enough queries, it asks whether the bits keep their nearest rows
@@ -973,7 +975,7 @@ def test_the_candidates_chosen_are_the_largest_scores(shape):
 
 
 @pytest.mark.parametrize("read", ["codes", "bits", "gate cells"])
-def test_the_mirrors_reads_leave_nones_reference_count_as_it_was(settings, read):
+def test_the_mirrors_reads_leave_nones_reference_count_as_it_was(read, monkeypatch):
     """simsimd's cdist, given an `out` array, returns None without taking a reference to it: each call took one
     from None, and a long-running server would die ("deallocating None") once a few thousand searches had
     spent them all."""
@@ -985,9 +987,9 @@ def test_the_mirrors_reads_leave_nones_reference_count_as_it_was(settings, read)
 
     rng = np.random.default_rng(5)
     built = mirror("ns", vectors(2_000, rng), vectors(2_000, rng))
-    settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS = 1
-    settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS = 1 if read == "bits" else 0
-    settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
+    monkeypatch.setattr(knobs, "CODES_MIN_ROWS", 1)
+    monkeypatch.setattr(knobs, "BITS_MIN_ROWS", 1 if read == "bits" else 0)
+    monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1)
     built.bits_checked = (2_000, 0, True)  # as if checked: bits serve
     queries = vectors(300, rng)
     before = sys.getrefcount(None)

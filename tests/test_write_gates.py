@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from retrieval import knobs
 from retrieval.index import reading
 from tests import events
 from tests.test_vector_mirror import agent_org, wait_for_mirror
@@ -21,13 +22,13 @@ def stored(agent, *items, **common):
 
 
 @pytest.fixture(params=["scan", "mirror", "cells", "stored"])
-def path(request, backend, agent, settings):
+def path(request, backend, agent, settings, monkeypatch):
     """Judged by a ClickHouse scan, by the loaded vector mirror, by the mirror's cells (retrieval/index/cells.py:
-    here from the first row, as a namespace past LOOM_WRITE_GATES_EXACT_ROWS is), or by the namespace's cells stored
+    here from the first row, as a namespace past knobs.GATES_EXACT_ROWS is), or by the namespace's cells stored
     in ClickHouse (retrieval/index/stored_cells.py: here with no mirror and no scan, as a namespace past its compact
     mirror's bytes is)."""
     if request.param == "cells":
-        settings.LOOM_WRITE_GATES_EXACT_ROWS = 1
+        monkeypatch.setattr(knobs, "GATES_EXACT_ROWS", 1)
     if request.param in ("mirror", "cells"):
         agent.set({"memory_key": "seed", "value": "an unrelated note about lunch"})
         wait_for_mirror(agent)

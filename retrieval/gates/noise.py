@@ -1,19 +1,15 @@
 """A namespace's noise level: the abstain gate measured on the namespace's own rows.
 
-The embedder's calibration derives the abstain gate from single distractor pairs,
-but a search takes the best of many rows: against 1,500 chat turns an off-topic
-question's best cosine is ~0.24 with all-MiniLM-L6-v2, over the model's gate
-(0.19), so the default search never abstained. Here the spec's formula (noise
-floor = distractor p90 + 0.02, abstain = floor + 0.05) reads the distribution a
-search really sees: each built-in off-topic question's best cosine against the
-namespace's live rows (`probe_corpora.OFF_TOPIC`). The gate in force is the higher
-of the two; it only ever raises abstain, never the similarity floor, so it decides
-the verdict without reordering the window.
+The embedder's calibration derives the abstain gate from single distractor pairs, but a search takes the best of
+many rows, so an off-topic question's best cosine over a real namespace sits above that gate and the default search
+never abstained (docs/benchmarks.md). Here the spec's formula (noise floor = distractor p90 + 0.02, abstain = floor
++ 0.05) reads the distribution a search really sees: each built-in off-topic question's best cosine against the
+namespace's live rows (`probe_corpora.OFF_TOPIC`). The gate in force is the higher of the two; it only raises
+abstain, never the similarity floor, so it decides the verdict without reordering the window.
 
-Measured on the first search of a namespace (at once while the namespace is small:
-~0.1 s at 5,000 rows; in the background past NOISE_SYNC_ROWS), stored in `loom.namespace_noise` for every
-replica, and measured again once the namespace has grown or shrunk by a quarter.
-Real embedders only: fake embedders keep the scalar gates.
+Measured on a namespace's first search (at once while it is small, in the background past NOISE_SYNC_ROWS), stored
+in `loom.namespace_noise` for every replica, measured again once the namespace grew or shrank by a quarter. Real
+embedders only: fakes keep the scalar gates.
 """
 
 import logging

@@ -1,8 +1,8 @@
 """The one place search (and write) gates come from.
 
 Tiers, most specific first: a namespace's own calibration (cached 60 s), the
-cluster calibration of the live embedder (re-read every
-LOOM_CALIBRATION_REFRESH_SECONDS), the scalar settings. Fake embedders, and
+cluster calibration of the live embedder (re-read every minute), the scalar
+settings. Fake embedders, and
 LOOM_ADAPTIVE_THRESHOLDS=false, always get the scalars. When the live model
 has no calibration yet, the first search starts its probe in the background
 (the boot probe) and is served the scalars meanwhile; a failed probe or read
@@ -26,6 +26,7 @@ from retrieval.store import clickhouse
 log = logging.getLogger(__name__)
 
 NAMESPACE_CACHE_SECONDS = 60
+REFRESH_SECONDS = 60  # how often a process re-reads its model's cluster calibration
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def _gates(tier: str, found: calibration.Calibration, below: Gates | None = None
 
 
 _namespace_copies = TtlCache(NAMESPACE_CACHE_SECONDS)
-_cluster_copies = TtlCache(lambda: settings.LOOM_CALIBRATION_REFRESH_SECONDS)
+_cluster_copies = TtlCache(REFRESH_SECONDS)
 _probed_at: dict[tuple[str, str], float] = {}
 _lock = threading.Lock()
 
@@ -164,7 +165,7 @@ def _cluster(model: str) -> calibration.Calibration | None:
     if found is None and model == get_embedder().model_name:
         with _lock:
             last = _probed_at.get((target, model))
-            if last is None or time.monotonic() - last >= settings.LOOM_CALIBRATION_REFRESH_SECONDS:
+            if last is None or time.monotonic() - last >= REFRESH_SECONDS:
                 _probed_at[(target, model)] = time.monotonic()  # a failed probe tries again a refresh later
                 threading.Thread(target=_boot_probe, args=(target,), name="loom-calibration", daemon=True).start()
     return found

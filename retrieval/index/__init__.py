@@ -18,7 +18,14 @@ exactly (filters, `as_of`, a namespace not loaded, a row whose words are not hel
 
 Values are immutable per version and status only moves forward, so a live row's copy is never stale once its notice
 is applied.
+
+What `get` and `peek` hand out is read through `Reader` alone: the few reads the legs and the write gates make.
 """
+
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from retrieval.index.held import SCOPE, scope_of
 from retrieval.index.notices import added, retired, staged
@@ -42,10 +49,32 @@ from retrieval.index.stored_cells import keep as keep_stored_cells
 from retrieval.index.stored_cells import nearest as stored_nearest
 from retrieval.index.stored_cells import rows_for as stored_cell_rows
 from retrieval.index.vectors import Vectors
+from retrieval.store.rows import RowId
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """One namespace's index, as the legs and the write gates read it (retrieval/index/nearest.py, postings.py)."""
+
+    keyed: bool  # it holds key vectors: a key-axis search may read it
+
+    @property
+    def size(self) -> int: ...
+    def first_read(self, key_axis: bool) -> str: ...
+    def top(self, vector: np.ndarray, key_axis: bool, pool: int) -> list[tuple[RowId, float, float, dict]]: ...
+    def dated_within(self, start: datetime, end: datetime, pool: int) -> list[tuple[RowId, float, dict]]: ...
+    def postings(self, terms: list[str], field: str) -> Postings | None: ...
+    def holding_all(self, terms: list[str]) -> list[tuple[RowId, dict]] | None: ...
+    def values_holding(self, terms: list[str], most: int) -> dict[str, list[tuple[RowId, str]]] | None: ...
+    def nearest(
+        self, vectors: np.ndarray, keys: list[str], scopes: list[tuple]
+    ) -> list[tuple[str, float, str | None] | None]: ...
+
 
 __all__ = [
     "SCOPE",
     "Postings",
+    "Reader",
     "Vectors",
     "added",
     "awaited",

@@ -10,8 +10,8 @@ import logging
 import threading
 
 import numpy as np
-from django.conf import settings
 
+from retrieval import knobs
 from retrieval.index.cells import Cells
 from retrieval.index.held import ms
 from retrieval.index.scan import Decoded, cdist, coded, largest, nearest_rows, signs, top_two, two_best
@@ -44,7 +44,7 @@ class Nearest:
         read = self.first_read(key_axis)
         if read != "mirror":
             self._remember(vector)
-            rows = self._codes_first(vector, max(take, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES), read == "bits")
+            rows = self._codes_first(vector, max(take, knobs.CODES_CANDIDATES), read == "bits")
             value, key = self.values[rows] @ vector, np.zeros(len(rows), dtype=np.float32)
         else:  # simsimd on one thread: quicker than BLAS on two (docs/benchmarks.md, "The index's choices, measured")
             rows = np.arange(size)
@@ -73,11 +73,11 @@ class Nearest:
 
     def first_read(self, key_axis: bool) -> str:
         """What a search of this mirror reads first: `mirror` (every row's float32 vectors), `codes` (every row's
-        int8 codes, from LOOM_MEMORY_SEARCH_CODES_MIN_ROWS rows, when searched without the key axis, whose key
+        int8 codes, from knobs.CODES_MIN_ROWS rows, when searched without the key axis, whose key
         vectors have no codes) or `bits` (the codes of the rows the sign bits keep, from
-        LOOM_MEMORY_SEARCH_BITS_MIN_ROWS rows, while `_check_bits` finds that they keep the nearest)."""
+        knobs.BITS_MIN_ROWS rows, while `_check_bits` finds that they keep the nearest)."""
         size = len(self.ids)
-        codes_from, bits_from = settings.LOOM_MEMORY_SEARCH_CODES_MIN_ROWS, settings.LOOM_MEMORY_SEARCH_BITS_MIN_ROWS
+        codes_from, bits_from = knobs.CODES_MIN_ROWS, knobs.BITS_MIN_ROWS
         if key_axis or not codes_from or size < codes_from:
             return "mirror"
         if not bits_from or size < bits_from:
@@ -118,7 +118,7 @@ class Nearest:
 
     @staticmethod
     def _bits_keep(size: int, candidates: int) -> int:
-        return min(size, max(candidates, int(size * settings.LOOM_MEMORY_SEARCH_BITS_KEEP)))
+        return min(size, max(candidates, int(size * knobs.BITS_KEEP)))
 
     def _bits_first(self, vector: np.ndarray, keep: int, size: int) -> np.ndarray:
         """The positions (ascending) of the `keep` visible rows of the first `size` whose sign bits differ least
@@ -142,7 +142,7 @@ class Nearest:
                 return  # checked while this one waited
             queries, visible = self.recent.copy(), self.visible[:size].copy()
             nearest = nearest_rows(queries, self.values[:size], visible, min(10, int(visible.sum())))
-            keep = self._bits_keep(size, settings.LOOM_MEMORY_SEARCH_CODES_CANDIDATES)
+            keep = self._bits_keep(size, knobs.CODES_CANDIDATES)
             kept = [np.isin(near, self._bits_first(query, keep, size)).mean() for query, near in zip(queries, nearest)]
             share = float(np.mean(kept))
             self.bits_checked = (size, searched, share >= BITS_CHECK_FLOOR)
@@ -169,7 +169,7 @@ class Nearest:
     ) -> list[tuple[str, float, str | None] | None]:
         """For each vector, the most similar live row of another key in the same scope: (its key, the cosine, its
         value when held here).
-        Exact below LOOM_WRITE_GATES_EXACT_ROWS rows; from there, among the rows of the cells nearest each vector by
+        Exact below knobs.GATES_EXACT_ROWS rows; from there, among the rows of the cells nearest each vector by
         their int8 codes (retrieval/index/cells.py), the best rescored at full precision: a batch's cost then grows
         with the cells it reads, not with the rows, however many scopes it spans. A compact mirror always reads its
         cells, and rescores with the vectors its two codes give (`_exact`)."""
@@ -213,10 +213,10 @@ class Nearest:
         return Decoded(self.codes, self.residuals, self.scales)[rows] if self.compact else self.values[rows]
 
     def _gate_cells(self) -> Cells | None:
-        """The cells of a mirror of LOOM_WRITE_GATES_EXACT_ROWS rows or more (a compact one's at any size: it holds
+        """The cells of a mirror of knobs.GATES_EXACT_ROWS rows or more (a compact one's at any size: it holds
         no vectors to compare exactly): trained when first asked for (a loaded mirror's, as it loads), and again in
         the background when due; the current cells serve meanwhile."""
-        if not self.ids or (len(self.ids) < settings.LOOM_WRITE_GATES_EXACT_ROWS and not self.compact):
+        if not self.ids or (len(self.ids) < knobs.GATES_EXACT_ROWS and not self.compact):
             return None
         if self.cells is None:
             self._train_cells()

@@ -3,7 +3,7 @@ vector mirror holds in this process: past even its compact mirror's bytes, with 
 restart's load is not in. Before, a batch too large to scan (LOOM_WRITE_GATES_MAX_PAIRS) was stored unjudged there.
 
 A version of a namespace's cells (schema 0024) is trained in the background once a batch finds none, or once the
-namespace's mirror holds LOOM_WRITE_GATES_STORED_CELLS_FROM rows (more than a restart loads within the wait of
+namespace's mirror holds knobs.STORED_CELLS_FROM rows (more than a restart loads within the wait of
 LOOM_WRITE_GATES_LOAD_WAIT_S): centroids fitted on a sample of its live rows (`Cells.fitted`), then every live row
 indexed in `vector_cells` with its cell, write scope and int8 codes (the backfill), then ready. Meanwhile, and after,
 each write indexes the rows it stores under the versions it knows (`rows_for`), so a ready version holds every live
@@ -199,7 +199,7 @@ def _ready_in(org: str, namespace: str, model: str, version: Version, now: datet
 
 
 def keep(org: str, namespace: str, model: str) -> None:
-    """Train the namespace's cells in the background unless a version is ready (LOOM_WRITE_GATES_STORED_CELLS_FROM:
+    """Train the namespace's cells in the background unless a version is ready (knobs.STORED_CELLS_FROM:
     a large namespace's mirror is held here, but a restart's batches will find none for a while)."""
     if ready(org, namespace, model) is None:
         stored_training.begin(org, namespace, model)

@@ -230,6 +230,11 @@ class Vectors(Growth, Lexical, Nearest):
                     self.unshown.discard(rid)
 
     @property
+    def size(self) -> int:
+        """Rows held, retired ones included."""
+        return len(self.ids)
+
+    @property
     def nbytes(self) -> int:
         """What the rows weigh (vectors, codes, bits, the gates' cells) with the postings: what a mirror weighs
         against LOOM_VECTOR_MIRROR_MAX_BYTES. The rows held, not the arrays' capacity: pages past the last row are

@@ -22,7 +22,7 @@ def passages(value: str) -> list[tuple[int, str]]:
     """A long value's passages: the row's own vector covers only its head."""
     if len(value) <= settings.LOOM_MEMORY_EMBED_HEAD_CHARS:
         return []
-    return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, settings.LOOM_MEMORY_CHUNK_OVERLAP_CHARS)
+    return chunking.split(value, settings.LOOM_MEMORY_CHUNK_CHARS, knobs.CHUNK_OVERLAP_CHARS)
 
 
 def embed_rows(embedder, rows: list[tuple[str, str | None, list[tuple[int, str]], str | None]]) -> list[tuple]:

@@ -6,7 +6,7 @@ visible wherever its duplicate is) passes the duplicate gate, and that holds the
 same numbers, versions, dates, identifiers and names, is stored as a duplicate of
 it; past the conflict gate, it carries a conflict verdict. The nearest stored row
 comes from the namespace's vector mirror when it is loaded (exactly, or past
-LOOM_WRITE_GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/index/cells.py; a
+knobs.GATES_EXACT_ROWS rows from the cells nearest each value: retrieval/index/cells.py; a
 namespace whose full mirror would not fit LOOM_VECTOR_MIRROR_MAX_BYTES keeps a compact one, its rows' vectors as
 two int8 codes), else from one ClickHouse scan joined to the batch by write scope, or, a batch too large to scan, from
 the namespace's cells stored in ClickHouse (retrieval/index/stored_cells.py; while they are first trained, waiting up
@@ -21,7 +21,7 @@ import time
 import numpy as np
 from django.conf import settings
 
-from retrieval import index, metrics
+from retrieval import index, knobs, metrics
 from retrieval.gates import thresholds
 from retrieval.language import names
 from retrieval.store import clickhouse, reads
@@ -133,7 +133,7 @@ def _nearest_stored(
     index.sync(scope.org, [scope.namespace], model)
     mirror = index.get(scope.org, scope.namespace, model, compact=True) if index.enabled() else None
     if mirror is not None:
-        if len(mirror.ids) >= settings.LOOM_WRITE_GATES_STORED_CELLS_FROM > 0:
+        if mirror.size >= knobs.STORED_CELLS_FROM > 0:
             index.keep_stored_cells(scope.org, scope.namespace, model)  # for the batches of a restart's load
         return mirror.nearest(vectors, keys, scopes)
     try:

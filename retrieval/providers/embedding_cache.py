@@ -22,6 +22,8 @@ from retrieval import metrics
 from retrieval.store import clickhouse
 
 log = logging.getLogger(__name__)
+# Longer queries skip the shared table: a long text rarely repeats, and its row would cost every read of the table.
+SHARED_MAX_CHARS = 2000
 
 
 def key(org: str, model: str, text: str) -> str:
@@ -107,7 +109,7 @@ def _shared_get(digest: str, dim: int) -> np.ndarray | None:
 def _shared_put(digest: str, model: str, vector: np.ndarray, chars: int) -> None:
     """Written later, in a batch: the vector is in hand, and a search need not wait for a cache's write (one row an
     insert cost a server more than the search's own reads). A write that fails only misses next time."""
-    if not _shared() or chars > settings.LOOM_EMBEDDING_CACHE_SHARED_MAX_CHARS:
+    if not _shared() or chars > SHARED_MAX_CHARS:
         return
     clickhouse.insert_later(
         "embedding_cache", [{"key": digest, "model": model, "vector": vector, "created_at": datetime.now(UTC)}]

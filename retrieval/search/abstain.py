@@ -6,7 +6,7 @@ cosine served (`window`). retrieval_confidence blends how far the top cosine
 clears the abstain gate (toward the rerank-skip gate, where a hit is plainly on
 topic) with how far it stands out of the JUDGED_POOL most similar rows: a flat
 pool is noise, however high its top. Those rows are the same whatever `top_k`
-asks for (every pool holds at least the vector leg's LOOM_MEMORY_SEARCH_POOL_MIN
+asks for (every pool holds at least the vector leg's knobs.POOL_MIN
 best), so under `pool` the verdict does not move with the window's size; rank 1
 can (a wider pool brings other rows into fusion).
 """
@@ -52,9 +52,7 @@ def judge(
         )
     if not cosine:
         return Verdict(False, None, None, 0.0, "high", None)
-    judged = sorted((c.similarity for c in ranked), reverse=True)[
-        : min(knobs.JUDGED_POOL, settings.LOOM_MEMORY_SEARCH_POOL_MIN)
-    ]
+    judged = sorted((c.similarity for c in ranked), reverse=True)[: min(knobs.JUDGED_POOL, knobs.POOL_MIN)]
     scope = settings.LOOM_MEMORY_SEARCH_ABSTAIN_TOP_SIM_SCOPE
     if scope == "window":
         top = max(c.similarity for c in window)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
+from retrieval import knobs
 from retrieval.errors import Refusal
 from retrieval.language import query, text
 from retrieval.providers import customer, remote
@@ -351,8 +352,6 @@ def _record_use(scope: Scope, cited: list[dict]) -> None:
         by_namespace.setdefault(hit["namespace"], []).append(hit["memory_key"])
     try:
         for namespace, keys in by_namespace.items():
-            usage.record(
-                replace(scope, namespace=namespace), keys, usage.USED_CITED, settings.LOOM_MEMORY_ASK_CITED_WEIGHT
-            )
+            usage.record(replace(scope, namespace=namespace), keys, usage.USED_CITED, knobs.ASK_CITED_WEIGHT)
     except Exception as exc:
         log.warning("memory.ask could not record its citations' use: %s", exc)

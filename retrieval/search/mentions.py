@@ -34,8 +34,8 @@ def check(org: str, namespaces: list[str], model: str, query: str) -> Check:
 
     The namespaces' vector mirrors answer first, with no statement. What they do not find is read from ClickHouse
     in one statement, unless each mirror holds every live row of its namespace with its words: then a name they
-    do not find is in no live row (on the LoCoMo questions over HTTP, ~10% of searches asked the engine only to
-    hear that, ~18 ms of a server's CPU each).
+    do not find is in no live row (without that, a search in ten asked the engine only to hear it:
+    docs/benchmarks.md).
     """
     names = language.about(query)
     if not names:

@@ -1,7 +1,7 @@
 """Paging: a paged search parks the ranked pool beyond its window; `page=` serves it a window at a time.
 
 A handle names the parked pool and an offset. Parked pools expire after
-LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS; an expired or unknown handle answers an
+knobs.PAGE_TTL_SECONDS; an expired or unknown handle answers an
 abstain with `page_expired`.
 
 A pool is parked off the request path (`clickhouse.insert_later`): the insert was most of a paged search's time on
@@ -17,8 +17,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
-
+from retrieval import knobs
 from retrieval.search.plan import Plan
 from retrieval.search.pool import COSINES, Candidate
 from retrieval.search.result import SearchResult, hits, hydrate
@@ -68,7 +67,7 @@ def park(scope: Scope, rest: list[Candidate], plan: Plan, explain: bool, verdict
             ],
         }
 
-    expires = now + timedelta(seconds=settings.LOOM_MEMORY_SEARCH_PAGE_TTL_SECONDS)
+    expires = now + timedelta(seconds=knobs.PAGE_TTL_SECONDS)
     row = {
         "org": scope.org,
         "namespace": scope.namespace,

@@ -168,7 +168,7 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
         settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER_RERANK if rerank else settings.LOOM_MEMORY_SEARCH_POOL_MULTIPLIER
     )
     multiplier *= 2 if budget == "deep" else 1
-    pool = max(top_k * multiplier, settings.LOOM_MEMORY_SEARCH_POOL_MIN) + pick("extra_candidates")
+    pool = max(top_k * multiplier, knobs.POOL_MIN) + pick("extra_candidates")
     if request.paging:
         pool = max(pool, settings.LOOM_MEMORY_SEARCH_PAGING_POOL)
     hyde = pick("hyde")

@@ -270,7 +270,7 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
     cue = shape.date
     dated = None  # the window the temporal leg reads: temporal mode keeps only its rows, other modes add them
     if plan.mode == "temporal" and cue is not None:
-        half = timedelta(days=max(cue.window_days, settings.LOOM_MEMORY_SEARCH_TEMPORAL_WINDOW_DAYS))
+        half = timedelta(days=max(cue.window_days, knobs.TEMPORAL_WINDOW_DAYS))
         dated = (cue.at - half, cue.at + half)
     elif plan.mode == "temporal":
         plan = replace(

@@ -1,7 +1,8 @@
 """The search trace log: one row per search when LOOM_SEARCH_TRACE_LOG_ENABLED, kept 180 days.
 
 The query text is stored only when the namespace consents to text capture. A row is written off the request path
-(`clickhouse.insert_later`: within half a second, in a batch; an insert was ~12 ms of every embedded search), and
+(`clickhouse.insert_later`: within half a second, in a batch; an insert in line was a large share of an embedded
+search: docs/benchmarks.md), and
 this process's waiting rows are written before any read of the log. A row lost with its process fails open, as a
 failed insert did: the search had its answer.
 A non-admin reads only the rows its own calls wrote; a token granted some namespaces reads only the rows of

@@ -7,8 +7,7 @@ reinforcement is never negative, so harm cannot rank a row below its relevance.
 from collections import defaultdict
 from datetime import UTC, datetime
 
-from django.conf import settings
-
+from retrieval import knobs
 from retrieval.caching import TtlCache
 from retrieval.search import rank
 from retrieval.store import clickhouse
@@ -63,7 +62,7 @@ def earned(org: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], float]
     events = defaultdict(lambda: {"positive": [], "harm": []})
     for namespace, key, event, weight, age in rows:
         events[(namespace, key)]["harm" if event == "harm" else "positive"].append((weight, max(age, 0.0)))
-    half_life = settings.LOOM_MEMORY_SEARCH_REINFORCEMENT_HALF_LIFE_DAYS
+    half_life = knobs.REINFORCEMENT_HALF_LIFE_DAYS
     return {
         key: max(0.0, rank.decayed(found["positive"], half_life) - rank.decayed(found["harm"], half_life))
         for key, found in events.items()

@@ -1,35 +1,23 @@
 """Which namespaces changed since this process last asked the engine: a search's way past its change reads.
 
-On a ClickHouse server other processes write, so a search must learn what changed in its namespaces before reading
-its in-process copies (the vector mirror's delta read, the side-table and configuration check): two statements,
-7-13 ms each on this 2-core box, most of a warm search. A stamp says whether they are needed: each namespace's stamp
-is read first (`read`), and a copy asks the engine again only once its namespace's stamp moved since the copy's last
-answer, or that answer is LOOM_CHANGE_MARKER_MAX_AGE_S old (a safety net for changes no stamp sees: a mutation run
-by hand). The embedded engine needs none: one process owns its data and sees every write.
+On a ClickHouse server other processes write, so before a search reads its in-process copies (the index's delta,
+the side-table and configuration check) it must learn what changed: two statements, most of a warm search's time
+(docs/operating.md). A namespace's stamp says whether they are needed: a copy asks again only once its stamp moved,
+or its last answer is LOOM_CHANGE_MARKER_MAX_AGE_S old (a net for a change no stamp sees, a mutation by hand). The
+embedded engine needs none: one process owns its data and sees every write.
 
-Where the stamps come from (LOOM_CHANGE_MARKER):
-- `engine` (the default): the engine's counts of the rows each namespace's tables have taken, kept by views on every
-  insert (schema 0023_namespace_writes): one small statement for all of a search's namespaces, right wherever the
-  writers run. The vector rows are counted apart from the side tables and configuration, so a memory write sends the
-  next search to the delta read alone.
-- `host`: when every process that writes to the database runs on one host with one LOOM_VAR_DIR, a write that
-  committed stamps its namespace's slot in a small file those processes share: no statement at all. A write
-  elsewhere (another host, SQL by hand) stamps nothing, and is read once the max age has passed.
+LOOM_CHANGE_MARKER says where stamps come from:
+- `engine` (the default): the engine's counts of the rows each namespace's tables took, kept by views on every
+  insert (schema 0023): one small statement for all of a search's namespaces, wherever the writers run. Vector rows
+  are counted apart from side tables, so a memory write sends the next search to the delta read alone. Searches
+  queued behind a count read take the next read's answer (`SharedRead`: it began after they did).
+- `host`: every writer on one host, one LOOM_VAR_DIR: a committed write stamps its namespace's slot in a shared file,
+  no statement at all (a write from elsewhere is seen at the max age). A stamp is random, not a counter: racing
+  writers leave one, which differs from what any reader saw, and a difference is all a reader needs. A writer swaps
+  the stamp under the file's lock, so it knows the one it replaced: where a copy last asked at that stamp, no other
+  writer came between and the copy takes the new stamp (`advanced`). An engine count cannot say so.
 
-A host stamp is a random number, not a counter: two writers racing leave one of their stamps, which differs from
-what any reader saw before either, and that difference is all a reader needs. Namespaces share a slot by hash now
-and then; a shared slot only costs a read.
-
-With `engine`, the searches of one process that queue behind a count read take the next read's answer: a read that
-began after a search began saw every write acknowledged before it (`SharedRead`). A read is a round trip (2.5 ms here,
-0.6 ms of it the worker's CPU, against 1.6 ms for `SELECT 1`); 8 clients on two workers: the busier worker read
-counts for 408 of 1,000 searches, and 141-178 -> 157-198 searches/s (five runs each way, alternated).
-
-With `host`, a process's own memory write needs no read either: its vector mirror applied the write as the write
-path stored it, and the write stored no side-table row. A writer swaps the slot's stamp under the file's lock, so it
-knows the stamp it replaced; where that is the stamp a copy last asked at, no other writer came between, and the copy
-takes the new stamp (`advanced`: the mirror, and the side-table answers, `reads.kept`). An engine count cannot say
-that no other writer came between, so with `engine` the next search after a write reads what changed.
+The costs measured: docs/benchmarks.md ("On a ClickHouse server every search first reads ...").
 """
 
 import fcntl

@@ -2,7 +2,8 @@
 
 Every filter of the request becomes a predicate on the vector table's own
 columns, so the vector leg filters as it scans. The table is read without
-FINAL (FINAL forces an ordered, merging read: ~30 ms of a 100k-row scan here):
+FINAL (FINAL forces an ordered, merging read, the larger part of a
+scan: docs/benchmarks.md):
 a row version's status only ever moves forward (active -> superseded ->
 deleted), so a version is served when it has a row in an allowed status and
 none in another (`where()` says so). Legs over other tables read

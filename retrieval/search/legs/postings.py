@@ -1,8 +1,8 @@
 """The lexical legs' postings from the vector mirror, for a search it answers: what memory_terms and corpus_stats
 say of the namespaces' live rows, read with no statement (and the entity leg's: what entity_mentions says).
 
-Why: on the embedded engine each lexical leg's statement cost a hybrid search 20-40 ms at 1,000 rows (most of it
-the engine's own overhead per statement), numpy over the mirror's postings well under a millisecond. The legs keep
+Why: each lexical leg's statement cost a hybrid search far more than numpy over the mirror's postings, most of it
+the engine's own overhead per statement (docs/benchmarks.md). The legs keep
 their SQL for every search the mirror does not answer (filters, another status, a namespace not loaded) and score
 both ways alike: the same statistics, the same rows (every live row, reflections and duplicates too, which the
 rescore drops as before), the same order (score, then name).

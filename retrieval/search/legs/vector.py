@@ -48,7 +48,7 @@ def run(ctx: Context):
     return hits(rows)
 
 
-def mirrored(ctx: Context) -> list | None:
+def mirrored(ctx: Context) -> list[index.Reader] | None:
     """The namespaces' mirrors, when they hold exactly the rows this search may read (else None: read ClickHouse)."""
     found = ctx.eligible
     if (
