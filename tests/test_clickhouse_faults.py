@@ -81,7 +81,8 @@ def test_a_frozen_server_answers_503_within_the_limits_and_the_service_recovers(
     assert call("memory.get", {"memory_key": "during"}, token).status == 404  # refused, so nothing of it is stored
     for table in ("memories", "memory_embeddings", "memory_terms"):  # not even a side row a sweep would retire
         assert not clickhouse.query_value(
-            f"SELECT count() FROM {table} WHERE memory_key = {{key:String}}", {"key": "during"}
+            f"SELECT count() FROM {table} WHERE org = {{org:String}} AND memory_key = {{key:String}}",
+            {"org": alice.org.name, "key": "during"},
         ), table
     assert call("memory.set", {"memory_key": "after", "value": "stored after the freeze"}, token).status == 201
 

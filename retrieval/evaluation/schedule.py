@@ -43,6 +43,7 @@ def due(now: datetime | None = None) -> list[dict]:
         GROUP BY org, namespace, set_name
         """,
         {"stalled": datetime.now(UTC) - runs.STALLED_AFTER},
+        every_org=True,  # the schedule runs every org's sets
     )
     now = now or datetime.now(UTC)
     return [

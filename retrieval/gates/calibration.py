@@ -169,6 +169,7 @@ def reprobe_namespaces(embedder) -> tuple[int, int]:
         ORDER BY org, namespace
         """,
         {"similar": REPROBE_MIN_SIMILAR, "distractors": REPROBE_MIN_DISTRACTORS},
+        every_org=True,  # the weekly recalibration probes every org's namespaces
     )
     probed = held = 0
     for row in rows:

@@ -48,7 +48,10 @@ def versions(org: str, namespace: str, model: str) -> list[Version]:
 
 
 def _with_versions() -> frozenset[tuple[str, str, str]]:
-    rows = clickhouse.query_rows("SELECT DISTINCT org, namespace, embedding_model FROM vector_centroids")
+    rows = clickhouse.query_rows(
+        "SELECT DISTINCT org, namespace, embedding_model FROM vector_centroids",
+        every_org=True,  # whoever's: listed once
+    )
     return frozenset(map(tuple, rows))
 
 

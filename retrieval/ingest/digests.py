@@ -127,6 +127,7 @@ def embed_missing(
             "org": org,
             "batch": batch_size * passes.READ_AHEAD,
         },
+        every_org=True,  # a sweep over every org, or the one named
     )
     model = get_embedder().model_name
 

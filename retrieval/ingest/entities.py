@@ -120,6 +120,7 @@ def embed_missing(
             "org": org,
             "batch": batch_size * passes.READ_AHEAD,
         },
+        every_org=True,  # a sweep over every org, or the one named
     )
     op = "reembed" if other_models else "embed_pending"
     return passes.each_writer(

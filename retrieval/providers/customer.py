@@ -165,7 +165,9 @@ def switched_off_orgs() -> frozenset[str]:
 
 
 def _read_off() -> list[str]:
-    rows = clickhouse.query_rows("SELECT org FROM org_model_calls GROUP BY org HAVING NOT argMax(enabled, changed_at)")
+    rows = clickhouse.query_rows(
+        "SELECT org FROM org_model_calls GROUP BY org HAVING NOT argMax(enabled, changed_at)", every_org=True
+    )
     return [row[0] for row in rows]
 
 

@@ -281,7 +281,7 @@ class Served:
         digest = hashlib.sha256(
             json.dumps([org, self.model, system, user, max_tokens, response_format], sort_keys=True).encode()
         ).hexdigest()
-        cached = _cache_get(digest) if cache else None
+        cached = _cache_get(digest, org) if cache else None
         if cache:
             metrics.cache_lookups.labels("llm", "miss" if cached is None else "hit").inc()
         if cached is not None:
@@ -296,10 +296,11 @@ class Served:
         return result
 
 
-def _cache_get(digest: str) -> str | None:
+def _cache_get(digest: str, org: str) -> str | None:
     try:
         rows = clickhouse.query_rows(
-            "SELECT text FROM llm_response_cache WHERE key = {key:String} LIMIT 1", {"key": digest}
+            "SELECT text FROM llm_response_cache WHERE key = {key:String} AND org = {org:String} LIMIT 1",
+            {"key": digest, "org": org},
         )
     except Exception as exc:  # a cache that fails is a miss
         log.warning("llm response cache read failed: %s", exc)

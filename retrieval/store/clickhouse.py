@@ -9,7 +9,6 @@ forked) and shared by the process's threads.
 """
 
 import atexit
-import base64
 import ctypes
 import fcntl
 import logging
@@ -26,14 +25,12 @@ from queue import SimpleQueue
 from typing import Any
 
 import clickhouse_connect
-import numpy as np
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError, ProgrammingError
 from django.conf import settings
 from urllib3 import Timeout
-from urllib3.exceptions import ReadTimeoutError
 
 from retrieval import cores, metrics
-from retrieval.store import native, tenants
+from retrieval.store import native, outages, tenants
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +92,8 @@ class _Statement(BaseException):
 
 def on_the_side(fn, *args) -> Future:
     """`fn(*args)`, beside the caller's work. While it reads only memory (the mirrors, the caches: most reads of a
-    search on a warm process) it runs here at once: a hand-off to a worker thread cost a search ~1.4 ms of its ~7
-    ms of CPU at 1,000 rows, more than most of these reads. At its first statement it starts over in a worker
+    search on a warm process) it runs here at once: a hand-off to a worker thread costs more than most of these
+    reads (docs/benchmarks.md). At its first statement it starts over in a worker
     thread, against the engine this thread uses (into its recording, within its request's budget), so that the
     statements of a search run side by side. `fn` must be safe to start over: it writes nothing before a
     statement."""
@@ -253,8 +250,10 @@ def _connect(dsn: str, timeout: Timeout = None):
             ) from None
         raise ClickHouseUnavailable(f"Cannot open the embedded ClickHouse engine: {exc}") from None
     except (OperationalError, OSError) as exc:
-        _outage.began(_reason(exc))
-        raise ClickHouseUnavailable(f"Cannot reach ClickHouse at {_redact(dsn)}: {_reason(exc)}") from None
+        _outage.began(target(), outages.reason(exc))
+        raise ClickHouseUnavailable(
+            f"Cannot reach ClickHouse at {outages.redact(dsn)}: {outages.reason(exc)}"
+        ) from None
     client.command(f"CREATE DATABASE IF NOT EXISTS {database()}")
     client.database = database()
     return client
@@ -337,7 +336,7 @@ def _run(method: str, *args, **kwargs):
     if (recording := getattr(_local, "recording", None)) is not None:
         recording.append(f"INSERT INTO {args[0]}" if method == "raw_insert" else args[0])
     if kwargs.get("parameters"):
-        args, kwargs = _bind_vectors(args, kwargs)
+        args, kwargs = native.bind_vectors(args, kwargs)
     spent, start = getattr(_local, "budget", None), time.monotonic()
     timeout = _BACKGROUND_TIMEOUT if spent is None else spent.timeout(method)
     if spent is not None:  # the engine stops the statement at the limit too
@@ -353,11 +352,11 @@ def _run(method: str, *args, **kwargs):
         with cores.anywhere(embedded), _named_as_before(embedded):
             answer = getattr(engine, method)(*args, **kwargs)
     except OperationalError as exc:
-        _outage.began(_reason(exc))
-        raise ClickHouseUnavailable(f"ClickHouse is unavailable: {_reason(exc)}") from None
+        _outage.began(target(), outages.reason(exc))
+        raise ClickHouseUnavailable(f"ClickHouse is unavailable: {outages.reason(exc)}") from None
     except DatabaseError as exc:
         if spent is not None and "TIMEOUT_EXCEEDED" in str(exc):
-            _outage.began("no answer within the request's limit")
+            _outage.began(target(), "no answer within the request's limit")
             raise ClickHouseUnavailable(f"ClickHouse did not answer within the request's limit: {exc}") from None
         log.error("ClickHouse refused a statement: %s", exc)
         raise ClickHouseError(str(exc)) from None
@@ -366,46 +365,12 @@ def _run(method: str, *args, **kwargs):
         metrics.statement_seconds.labels(_KINDS.get(method, "query")).observe(took)
         if spent is not None:
             spent.spend(took)
-    _outage.ended()
+    _outage.ended(target())
     return answer
 
 
-class _Outages:
-    """Which engines failed their last statement, since when: an outage is logged as it begins and as it ends, not
-    once per request that meets it (an outage of 20 s under load once wrote ~5,000 lines)."""
-
-    def __init__(self):
-        self.since: dict[str, tuple[float, int]] = {}  # target: (when it began, statements refused since)
-        self.lock = threading.Lock()
-
-    def began(self, reason: str) -> None:
-        dsn = target()
-        with self.lock:
-            began, refused = self.since.get(dsn, (time.monotonic(), 0))
-            if not refused:
-                log.error("ClickHouse at %s is unavailable: %s", _redact(dsn), reason)
-                metrics.outages.inc()
-            self.since[dsn] = began, refused + 1
-
-    def ended(self) -> None:
-        if not self.since:  # the common case: no lock
-            return
-        with self.lock:
-            outage = self.since.pop(target(), None)
-        if outage is not None:
-            log.warning(
-                "ClickHouse at %s answers again, after %.1f s (%d statements refused meanwhile)",
-                _redact(target()),
-                time.monotonic() - outage[0],
-                outage[1],
-            )
-
-
-_outage = _Outages()
-
-
 class OutageLogged(logging.Filter):
-    """Drops a record that only repeats an outage already logged as it began (`_Outages`): a failed read that fails
+    """Drops a record that only repeats an outage already logged as it began (`outages.Outages`): a failed read that fails
     open, a cache miss, a skipped check, each citing the ClickHouseUnavailable it met. Without it an outage logged
     a line per read of every request it met (3,037 lines in 11.6 s of a kill). On the console handler (settings)."""
 
@@ -416,26 +381,7 @@ class OutageLogged(logging.Filter):
 
 
 _KINDS = {"raw_insert": "insert", "command": "command"}
-
-
-def _bind_vectors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """A numpy parameter `{name:Array(Float32)}` travels as base64 of its float32 bytes, spliced into the statement
-    as a heredoc and reinterpreted by the engine: the driver formats a list parameter float by float (a 384-d
-    query vector costs ~1 ms that way, a write batch's 500 vectors ~0.7 s; this way 0.04 s)."""
-    sql, params = args[0], kwargs["parameters"]
-    vectors = {name for name, value in params.items() if isinstance(value, np.ndarray)}
-    if not vectors:
-        return args, kwargs
-    params, spliced = dict(params), 0
-    for name in vectors:
-        placeholder = f"{{{name}:Array(Float32)}}"
-        if placeholder not in sql:
-            raise ClickHouseError(f"numpy parameter {name!r} must be bound as {placeholder}")
-        sql = sql.replace(placeholder, f"reinterpret(base64Decode(${name}$), 'Array(Float32)')")
-        blob = params[f"${name}$"] = base64.b64encode(np.ascontiguousarray(params.pop(name), dtype="<f4").tobytes())
-        spliced += len(blob) + 2 * len(name) + 4
-    settings = {**kwargs.get("settings", {}), "max_query_size": len(sql) + spliced + 262144}
-    return (sql, *args[1:]), {**kwargs, "parameters": params, "settings": settings}
+_outage = outages.Outages()
 
 
 def query(sql: str, params: dict[str, Any] | None = None, every_org: bool = False) -> list[dict[str, Any]]:
@@ -622,21 +568,3 @@ def command(sql: str, params: dict[str, Any] | None = None, every_org: bool = Fa
 def ping() -> str:
     """The engine's version; raises ClickHouseUnavailable when it cannot answer."""
     return str(query_value("SELECT version()"))
-
-
-def _reason(exc: BaseException) -> str:
-    """Why the engine did not answer, in a few words ("connection refused", "no answer in time"). The driver's
-    own text names the request's URL with its query string, which carries the statement's bound parameters (a
-    user's query among them): no log line or error says it."""
-    seen = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.strerror:
-            return seen.strerror.lower()
-        if isinstance(seen, ReadTimeoutError | TimeoutError):
-            return "no answer in time"
-        seen = seen.__cause__ or seen.__context__
-    return type(exc).__name__
-
-
-def _redact(dsn: str) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", dsn)

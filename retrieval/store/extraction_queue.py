@@ -100,6 +100,7 @@ def due(limit: int, org: str | None = None) -> list[Job]:
         LIMIT {{limit:UInt32}}
         """,
         {"org": org, "limit": limit},
+        every_org=True,  # a sweep over every org, or the one named
     )
     return [Job(**row) for row in rows]
 
