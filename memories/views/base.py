@@ -97,7 +97,8 @@ def held(scope: Scope, data: dict) -> Scope:
 @functools.cache
 def _writer(serializer_class: type) -> serializers.Serializer:
     """One instance of each output serializer, made once: DRF deep-copies every declared field each time a
-    serializer is made (~5 ms of a search's answer), and an output serializer keeps no state between answers."""
+    serializer is made (a large share of a search's answer: docs/benchmarks.md), and an output serializer keeps no
+    state between answers."""
     return serializer_class()
 
 

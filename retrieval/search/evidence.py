@@ -140,8 +140,8 @@ def _facts(ctx: Context, rows: list[dict]) -> list[dict]:
 
 def _mentioning(ctx: Context, subject: list[str]) -> list[dict]:
     """The eligible rows whose value or key holds every subject term, by date (COUNT_LIMIT at most): from the
-    mirrors' postings when they hold exactly the rows this search may read (a statement cost ~10 ms of a count's
-    search on the embedded engine), else counted in ClickHouse."""
+    mirrors' postings when they hold exactly the rows this search may read (a statement costs a count's search far
+    more), else counted in ClickHouse."""
     mirrors = mirrored(ctx)
     held = None if mirrors is None else [mirror.holding_all(subject) for mirror in mirrors]
     if held is not None and None not in held:

@@ -6,9 +6,9 @@ rounds run while the pass stays weak, cheapest idea first, each round re-reading
 - **graph** (under the `hyde_fallback` gate, a `standard` search whose question names entities memory holds): the
   graph leg, which `deep` runs from the start: rows one hop from those entities and rows carrying a triple of
   theirs join the pool (their cosines read as any row's). ClickHouse reads, no model call.
-- **rewrite** (best cosine under the `query_rewrite` gate; not when the request asked for HyDE): one LLM call restates the question as at most three
-  standalone search queries, one per part when it asks several things (decomposition); each is embedded and
-  searched, its cosine a row's `rewrite_similarity`.
+- **rewrite** (best cosine under the `query_rewrite` gate; not when the request asked for HyDE): one LLM call
+  restates the question as at most three standalone search queries, one per part when it asks several things
+  (decomposition); each is embedded and searched, its cosine a row's `rewrite_similarity`.
 - **hyde** (under the `hyde_fallback` gate; under `deep` with `hyde: true`, always): the embedding of an
   LLM-written answer is searched, its cosine a row's `hyde_similarity`.
 - **retry** (still under the `hyde_fallback` gate): the iterative retry. A judge call reads the question and the
@@ -17,10 +17,10 @@ rounds run while the pass stays weak, cheapest idea first, each round re-reading
   ends the rounds.
 
 Bounded: LOOM_MEMORY_SEARCH_FALLBACK_MAX_ROUNDS rounds, LOOM_MEMORY_SEARCH_FALLBACK_MAX_LLM_CALLS calls (the graph
-round makes none),
-LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS in all, and each call LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S: a model slower than
-that costs the search the timeout once (no round follows a late one; the call finishes unwaited). Never under `fast`, LLM-free reads or `hyde: false`; never
-for a question the entity check already answers (it names only what memory does not hold: it abstains anyway).
+round makes none), LOOM_MEMORY_SEARCH_FALLBACK_MAX_WALL_MS in all, and each call LOOM_MEMORY_SEARCH_HYDE_TIMEOUT_S:
+a model slower than that costs the search the timeout once (no round follows a late one; the call finishes
+unwaited). Never under `fast`, LLM-free reads or `hyde: false`; never for a question the entity check already
+answers (it names only what memory does not hold: it abstains anyway).
 Fails open: a refused, failed or late call is named in `degraded` and the search goes on with what it has. Every
 round (with what it read: the rewrite's queries, the judge's verdict and query, the rows the graph added), and why
 none ran or the rounds stopped, is in `retrieval_work.fallback`.

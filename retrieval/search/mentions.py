@@ -55,7 +55,7 @@ def _in_mirrors(
     org: str, namespaces: list[str], model: str, names: list[str], terms: list[list[str]]
 ) -> tuple[set[int], bool]:
     """The names some loaded mirror's rows hold: a one-word name by its word, a name of several words when one row
-    holds them all (~4% of the dev split's questions name one; each cost a server ~18 ms of CPU), any name as an
+    holds them all (a few questions in a hundred name one, each a statement otherwise), any name as an
     entity. And whether that is all of them: every mirror holds its whole namespace's words."""
     asked = [name_terms[0] if len(name_terms) == 1 else "\0" for name_terms in terms]
     asked += ["\0" + name.lower() for name in names]

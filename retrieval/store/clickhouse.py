@@ -372,7 +372,7 @@ def _run(method: str, *args, **kwargs):
 class OutageLogged(logging.Filter):
     """Drops a record that only repeats an outage already logged as it began (`outages.Outages`): a failed read that fails
     open, a cache miss, a skipped check, each citing the ClickHouseUnavailable it met. Without it an outage logged
-    a line per read of every request it met (3,037 lines in 11.6 s of a kill). On the console handler (settings)."""
+    a line per read of every request it met (docs/benchmarks.md). On the console handler (settings)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cited = record.args if isinstance(record.args, tuple) else ()

@@ -90,8 +90,8 @@ def _from_mirror(ctx: Context) -> list[Hit] | None:
 
 def rescore(ctx: Context, ids: list[RowId]) -> list[Hit]:
     """Similarities and rank columns of these rows, if they are eligible; a row missing from the answer is not.
-    From the mirrors when they hold exactly the rows this search may read (a statement cost ~30 ms on the embedded
-    engine, for a hybrid search's few lexical-only rows)."""
+    From the mirrors when they hold exactly the rows this search may read (a statement for a hybrid search's few
+    lexical-only rows cost more than the rest of the search: docs/benchmarks.md)."""
     if not ids:
         return []
     mirrors = _scoring(ctx)
