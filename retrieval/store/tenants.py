@@ -1,10 +1,11 @@
 """Tenancy at the door to ClickHouse: a statement that reads an org's rows names the org.
 
 Every table keyed by org (it has an `org` column) is read only with the org bound: `org = {org:String}` or
-`org IN {orgs:Array(String)}`. A statement that reads across orgs on purpose (a worker's sweep, the admin's
-view of every org) says so at its call, `every_org=True`. As PostHog's `team_id` rule, the check runs at the one
-door every statement passes (`clickhouse.query` and `command`); it is on under the tests (`checking`), where one that
-forgets its org fails a test instead of showing a tenant another's rows.
+`org IN {orgs:Array(String)}`. A statement that reads across orgs on purpose (a worker's sweep, the warm start)
+says so at its call, `every_org=True`. As PostHog's `team_id` rule, the check runs at the one door every statement
+passes (`clickhouse.query` and `command`); it is on under the tests (`checking`), where one that forgets its org
+fails a test instead of showing a tenant another's rows. It catches a forgotten org, not a wrong one: which org a
+request may read is tenancy/access.py's decision, made once.
 """
 
 import re
