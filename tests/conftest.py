@@ -309,6 +309,6 @@ def _no_stored_cells_training_outlives_its_test(settings, monkeypatch):
 @pytest.fixture(autouse=True, scope="session")
 def _every_statement_names_its_org():
     """A statement that reads an org's table without naming the org fails its test (retrieval/store/tenants.py)."""
-    tenants.checking = True
+    tenants.checked = schema.org_keyed()
     yield
-    tenants.checking = False
+    tenants.checked = frozenset()

@@ -407,15 +407,9 @@ def query_value(sql: str, params: dict[str, Any] | None = None, every_org: bool 
 
 def _named(sql: str, every_org: bool) -> str:
     """The statement, once it names the org of every org-keyed table it reads (checked under the tests)."""
-    if tenants.checking:
-        tenants.check(sql, every_org, _org_keyed_tables())
+    if tenants.checked:
+        tenants.check(sql, every_org)
     return sql
-
-
-def _org_keyed_tables() -> frozenset[str]:
-    from retrieval.store import schema  # (which imports this module)
-
-    return schema.org_keyed()
 
 
 def insert(table: str, rows: Iterable[dict[str, Any]]) -> int:

@@ -3,7 +3,7 @@
 Every table keyed by org (it has an `org` column) is read only with the org bound: `org = {org:String}` or
 `org IN {orgs:Array(String)}`. A statement that reads across orgs on purpose (a worker's sweep, the warm start)
 says so at its call, `every_org=True`. As PostHog's `team_id` rule, the check runs at the one door every statement
-passes (`clickhouse.query` and `command`); it is on under the tests (`checking`), where one that forgets its org
+passes (`clickhouse.query` and `command`); it is on under the tests (`checked`), where one that forgets its org
 fails a test instead of showing a tenant another's rows. It catches a forgotten org, not a wrong one: which org a
 request may read is tenancy/access.py's decision, made once.
 """
@@ -11,7 +11,9 @@ request may read is tenancy/access.py's decision, made once.
 import re
 from typing import Protocol
 
-checking = False  # tests/conftest.py turns it on
+# The org-keyed tables a statement must name its org to read (schema.org_keyed()); empty, nothing is checked. The
+# tests set them (tests/conftest.py): the store's lower rooms never import the schema, which imports them.
+checked: frozenset[str] = frozenset()
 
 # The tables a statement reads or rewrites: after FROM or JOIN (a subquery's too), or an ALTER's mutation.
 _READS = re.compile(
@@ -41,15 +43,13 @@ class Tenant(Protocol):
 
 
 class OrgNotNamed(AssertionError):
-    """A statement read an org's table without naming the org (raised under `checking` only)."""
+    """A statement read an org's table without naming the org (raised only while `checked` holds tables)."""
 
 
-def check(sql: str, every_org: bool, keyed: frozenset[str]) -> None:
-    """Refuse `sql` if it reads a table keyed by org without binding the org, unless it reads every org on purpose.
-
-    `keyed`: the tables with an `org` column (the schema's)."""
+def check(sql: str, every_org: bool) -> None:
+    """Refuse `sql` if it reads a table keyed by org without binding the org, unless it reads every org on purpose."""
     if every_org or _DDL.match(sql) or _NAMED.search(sql):
         return
-    read = {name for pair in _READS.findall(sql) for name in pair if name} & keyed
+    read = {name for pair in _READS.findall(sql) for name in pair if name} & checked
     if read:
         raise OrgNotNamed(f"a statement reads {', '.join(sorted(read))} without naming its org: {sql.strip()[:300]}")
