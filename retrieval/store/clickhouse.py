@@ -93,10 +93,9 @@ class _Statement(BaseException):
 def on_the_side(fn, *args) -> Future:
     """`fn(*args)`, beside the caller's work. While it reads only memory (the mirrors, the caches: most reads of a
     search on a warm process) it runs here at once: a hand-off to a worker thread costs more than most of these
-    reads (docs/benchmarks.md). At its first statement it starts over in a worker
-    thread, against the engine this thread uses (into its recording, within its request's budget), so that the
-    statements of a search run side by side. `fn` must be safe to start over: it writes nothing before a
-    statement."""
+    reads (docs/benchmarks.md). At its first statement it starts over in a worker thread, against the engine this
+    thread uses (into its recording, within its request's budget), so that the statements of a search run side by
+    side. `fn` must be safe to start over: it writes nothing before a statement."""
     done = Future()
     previous, _local.in_line = getattr(_local, "in_line", False), True
     try:
