@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from retrieval import knobs
 from retrieval.knobs import RRF_K
 
 pytestmark = pytest.mark.cluster  # these ops run on a two-shard cluster too
@@ -87,6 +88,18 @@ def test_bm25_counts_a_row_written_a_moment_ago(backend, ranker):
     ranker.set({"memory_key": "new", "value": "gamma delta gamma"})
     reply = ranker.search("gamma", search_mode="bm25_hybrid", alpha=1.0, explain=True)
     assert reply.json["hits"][0]["memory_key"] == "new" and reply.json["hits"][0]["score_components"]["bm25"] == 1.0
+
+
+def test_hybrid_counts_a_rows_words_whatever_its_name(backend, ranker, monkeypatch):
+    """The lexical leg keeps its pool's best rows, and rows holding the same words tie, so its cut falls among them by
+    name; a row another leg found past the cut still has its words weighed (legs/lexical.py, `complete`)."""
+    monkeypatch.setattr(knobs, "POOL_MIN", 1)  # a pool of top_k x 4 = 4 rows per leg
+    fillers = [{"memory_key": f"a{n}", "value": f"zebra quarterly budget {word}"} for n, word in enumerate("abcdef")]
+    ranker.set(*fillers, {"memory_key": "zz", "value": "zebras zebra"})
+    reply = ranker.search("zebras", search_mode="hybrid", top_k=1, explain=True)
+    top = reply.json["hits"][0]
+    assert top["memory_key"] == "zz"
+    assert top["score_components"]["lexical"] == pytest.approx(1.0, abs=1e-5)  # its one word, the query's only
 
 
 def test_lexical_is_token_overlap_only(backend, ranker):

@@ -33,6 +33,7 @@ class Postings:
     """`Vectors.postings`: positions index `ids` (append-only, so they may be read after the lock is released)."""
 
     ids: list[RowId]
+    position: dict[RowId, int]  # each id's position (the mirror's own map: read, never written, here)
     rows: int  # live rows
     length: int  # their values' total length in terms
     terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # term: (positions, tf, value length)
@@ -130,7 +131,7 @@ class Lexical:
                 if held.any():
                     found[term] = (rows[held], tfs[held], self.doc_len[rows[held]])
             length = int(self.doc_len[: len(worded)].sum(where=worded))
-            return Postings(self.ids, int(np.count_nonzero(worded)), length, found)
+            return Postings(self.ids, self.position, int(np.count_nonzero(worded)), length, found)
 
     def holding_all(self, terms: list[str]) -> list[tuple[RowId, dict]] | None:
         """The visible rows whose value or key holds every one of these terms (at least one), with their rank columns.

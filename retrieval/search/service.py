@@ -42,6 +42,7 @@ from retrieval.search import (
 )
 from retrieval.search.legs import Context
 from retrieval.search.legs import entity as entity_leg
+from retrieval.search.legs import lexical as lexical_leg
 from retrieval.search.legs import run as run_legs
 from retrieval.search.legs.vector import rescore
 from retrieval.search.plan import Plan, SearchRequest, resolve
@@ -97,13 +98,13 @@ def search(
     pool = Pool()
     run_legs(ctx, pool, degraded, clock.stages)
     clock.last = time.perf_counter()
-    candidates = _complete(ctx, pool)
+    candidates = _complete(ctx, pool, degraded)
     clock.lap("rescore")
     spent = fallback.Work()
     if ctx.plan.fallback and prepared.cosine:
         spent = fallback.run(scope, ctx, pool, prepared.gates, not prepared.names.absent, degraded)
         if spent.rounds:
-            candidates = _complete(ctx, pool)
+            candidates = _complete(ctx, pool, degraded)
             clock.lap("fallback")
     earned = {}
     if ctx.plan.reinforcement_weight and request.personalization != "none":
@@ -190,7 +191,7 @@ def search_trace(scope: Scope, request: SearchRequest) -> dict:
     ctx = replace(prepared.ctx, plan=replace(prepared.ctx.plan, legs=legs))
     pool, degraded = Pool(), list(prepared.degraded)
     run_legs(ctx, pool, degraded, clock.stages)
-    candidates = _complete(ctx, pool)
+    candidates = _complete(ctx, pool, degraded)
     wanted = {entity.lower() for entity in request.entity_filter}
     rows = []
     for c in candidates:
@@ -390,12 +391,18 @@ def _without_a_model(plan: Plan, refused: customer.ModelCallRefused) -> Plan:
     )
 
 
-def _complete(ctx: Context, pool: Pool) -> list[Candidate]:
-    """Cosines and rank columns for candidates a non-vector leg found, dropping any the filters exclude."""
+def _complete(ctx: Context, pool: Pool, degraded: list[str]) -> list[Candidate]:
+    """Cosines and rank columns for candidates a non-vector leg found, dropping any the filters exclude; the lexical
+    signal for those the lexical leg's cut left out (legs/lexical.py)."""
     lacking = [row for row, c in pool.items() if c.meta is None]
     for row, signals, _, meta in rescore(ctx, lacking):
         pool.add(row, signals, None, meta)
-    return [c for c in pool.values() if c.meta is not None]
+    candidates = [c for c in pool.values() if c.meta is not None]
+    if "lexical" in ctx.plan.legs and "leg:lexical" not in degraded:
+        unscored = [c.id for c in candidates if "lexical" not in c.signals]
+        for row, signals, _, _ in _fail_open("lexical_completion", degraded, lexical_leg.complete, ctx, unscored):
+            pool.add(row, signals)
+    return candidates
 
 
 def _finish(

@@ -11,6 +11,7 @@ rescore drops as before), the same order (score, then name).
 import heapq
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,13 +47,11 @@ def best(held: list[Postings], weigh: Callable, pool: int) -> list[tuple[RowId, 
     for owner, postings in enumerate(held):
         if not postings.terms:
             continue
-        rows = np.concatenate([rows for rows, _, _ in postings.terms.values()])
-        shares = np.concatenate([weigh(term, tf, length) for term, (_, tf, length) in postings.terms.items()])
-        # Summed by position, in one pass over the namespace's positions (no sort of the postings).
-        present = np.flatnonzero(np.bincount(rows))
+        summed = _summed(postings, weigh)
+        present = np.flatnonzero(summed.held)
         owners.append(np.full(len(present), owner))
         positions.append(present)
-        scores.append(np.bincount(rows, weights=shares)[present])
+        scores.append(summed.scores[present])
     if not scores:
         return []
     owners, positions, scores = np.concatenate(owners), np.concatenate(positions), np.concatenate(scores)
@@ -67,3 +66,31 @@ def best(held: list[Postings], weigh: Callable, pool: int) -> list[tuple[RowId, 
     # A sort is C all through: twice as fast as the heap's Python loop until the ties are some times the pool.
     ordered = sorted(ranked)[:pool] if len(ids) <= 4 * pool else heapq.nsmallest(pool, ranked)
     return [(rid, -negated) for negated, _, rid in ordered]
+
+
+def scored(held: list[Postings], weigh: Callable, ids: list[RowId]) -> list[tuple[RowId, float]]:
+    """The score `best` gives each of these rows that holds some of the terms, whether or not it made the cut; in
+    `best`'s order."""
+    found = []
+    for postings in held:
+        if not postings.terms:
+            continue
+        summed = _summed(postings, weigh)
+        for rid in ids:
+            at = postings.position.get(rid)
+            if at is not None and at < len(summed.held) and summed.held[at]:
+                found.append((-float(summed.scores[at]), rid.memory_key, rid))
+    return [(rid, -negated) for negated, _, rid in sorted(found)]
+
+
+@dataclass
+class _Summed:
+    held: np.ndarray  # by position: how many of the terms the row holds
+    scores: np.ndarray  # by position: the sum of their weights
+
+
+def _summed(postings: Postings, weigh: Callable) -> _Summed:
+    rows = np.concatenate([rows for rows, _, _ in postings.terms.values()])
+    shares = np.concatenate([weigh(term, tf, length) for term, (_, tf, length) in postings.terms.items()])
+    # Summed by position, in one pass over the namespace's positions (no sort of the postings).
+    return _Summed(np.bincount(rows), np.bincount(rows, weights=shares))
