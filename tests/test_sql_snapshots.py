@@ -16,7 +16,7 @@ from retrieval.language.query import analyse
 from retrieval.providers import customer
 from retrieval.providers.embedders import get_embedder
 from retrieval.search import evidence, legs, mentions, records
-from retrieval.search.legs import Context, vector
+from retrieval.search.legs import Context, lexical, vector
 from retrieval.search.plan import SearchRequest, resolve
 from retrieval.search.pool import Candidate
 from retrieval.search.result import hydrate
@@ -84,6 +84,9 @@ def test_rescoring_hydrating_and_the_entity_check_send_the_statements_of_their_s
     with clickhouse.recorded() as statements:
         rescored = vector.rescore(ctx, [row])
     assert normalised(statements) == snapshot(name="rescore") and rescored[0][0] == row
+    with clickhouse.recorded() as statements:
+        completed = lexical.complete(ctx, [row])
+    assert normalised(statements) == snapshot(name="lexical_completion") and completed[0][0] == row
     candidate = Candidate(row)
     with clickhouse.recorded() as statements:
         hydrate(ctx.org, [candidate])

@@ -160,6 +160,8 @@ def resolve(request: SearchRequest, namespace_defaults: dict, shape: QueryShape,
     if shape.date is not None:  # a dated question reads that date's rows in every mode
         legs.add("temporal")
     legs.add("digests")  # no statement where a namespace has no digest
+    if shape.identifiers:  # the row holding it as written is served first in every mode
+        legs.add("exact")
     unmatched = pick("unmatched")
     if not unmatched:
         legs &= {"vector"}

@@ -5,7 +5,8 @@ row over one that is more relevant by more than the sum of the ceilings:
 entity boost 0.5 x share, a recency or chronology cue NEAR_TIE + RECENCY (it
 orders the near-ties by date), the date cue 0.15, the prior group capped at
 LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at 0.01 (0.05
-as a boost). Demotions only lower. Pinned is not a term.
+as a boost). Demotions only lower. Pinned is not a term, nor is an exact identifier: a row holding the
+identifier the query names (legs/exact.py) is served before the rest, a tier over the score.
 """
 
 import math
@@ -119,13 +120,17 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
             c.components["term_scale"] = scale
         c.score = c.relevance + scale * sum(terms.values())
         c.components["rank_score"] = c.score
+        if "exact" in c.signals:
+            c.components["exact_identifier"] = c.signals["exact"]
 
 
 def order(candidates: list[Candidate]) -> list[Candidate]:
-    """By score; ties by similarity, then by the row's name, so identical searches serve identical windows."""
+    """Rows holding the query's identifiers first; then by score; ties by similarity, then by the row's name, so
+    identical searches serve identical windows."""
     return sorted(
         candidates,
         key=lambda c: (
+            -c.signals.get("exact", 0.0),
             -c.score,
             -c.similarity,
             c.id.memory_key,

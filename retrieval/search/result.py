@@ -11,7 +11,15 @@ EXCERPT_CHARS = 320
 # The components a hit always carries, and those it carries when they are not zero;
 # explain=true adds every other.
 ALWAYS_COMPONENTS = ("similarity", "relevance", "rank_score")
-MAIN_COMPONENTS = ("entity_boost", "prior", "reinforcement", "foreign", "demoted", "sensitivity_demotion")
+MAIN_COMPONENTS = (
+    "entity_boost",
+    "prior",
+    "reinforcement",
+    "foreign",
+    "demoted",
+    "sensitivity_demotion",
+    "exact_identifier",
+)
 
 
 @dataclass

@@ -16,8 +16,9 @@ from retrieval.search.pool import Candidate
 def shape(ranked: list[Candidate], plan: Plan, floor: float) -> list[Candidate]:
     """The window in serving order: confident rows, then (readmit, ids_only) those under the floor."""
     capped = _one_per_evidence(_per_key(ranked, plan.per_key_cap))
-    confident = [c for c in capped if c.similarity >= floor]
-    weak = [c for c in capped if c.similarity < floor]
+    # A row holding the identifier the query names is confident whatever its cosine (legs/exact.py).
+    confident = [c for c in capped if c.similarity >= floor or "exact" in c.signals]
+    weak = [c for c in capped if c.similarity < floor and "exact" not in c.signals]
     for c in weak:
         c.below_threshold = True
     ordered = confident + ([] if plan.floor_mode == "drop" else weak)

@@ -81,7 +81,7 @@ def rows_to_hits(rows: list[dict], signals) -> list[Hit]:
 
 def by_name() -> dict:
     """Every leg's `run(ctx)`, by the name plans use, in the order their hits are merged."""
-    from retrieval.search.legs import bm25, chunks, digests, entity, graph, lexical, related, temporal, vector
+    from retrieval.search.legs import bm25, chunks, digests, entity, exact, graph, lexical, related, temporal, vector
 
     return {
         "vector": vector.run,
@@ -93,6 +93,7 @@ def by_name() -> dict:
         "temporal": temporal.run,
         "related": related.run,
         "digests": digests.run,
+        "exact": exact.run,
     }
 
 
