@@ -109,3 +109,27 @@ def test_verdict_codes_in_order():
     assert abstain.judge(rows, rows, GATES, [], mentions.Check(["Gina", "Jon"], ["Jon"])).abstain is False
     weak = [candidate("a", 0.25)]
     assert abstain.judge(weak, weak, GATES, [], mentions.Check()).code == "below_threshold"
+
+
+@pytest.mark.parametrize(
+    "query, subject, ordinal",
+    [
+        ("What is the latest version of the billing service?", ["version", "bill", "servic"], True),
+        ("the most recent deploy of web-app", ["deploy", "web", "app"], True),
+        ("When did Melanie first go camping?", ["melani", "go", "camp"], True),
+        ("What did Melanie paint recently?", ["melani", "paint"], False),  # the present, not an order
+        ("the first-response times", ["first", "respons", "time"], False),  # a word, not a cue
+    ],
+)
+def test_an_ordinal_cue_and_the_subject_it_orders(query, subject, ordinal):
+    shape = analyse(query, DAY)
+    assert (shape.subject, shape.ordinal) == (subject, ordinal)
+
+
+def test_an_ordinal_cue_orders_the_subjects_rows_by_date_wherever_fusion_placed_them():
+    rows = [candidate("close-old", 0.80, days=0), candidate("far-new", 0.30, days=30), candidate("other", 0.75)]
+    request, shape, plan = plan_for("the latest billing version", search_mode="semantic")
+    scale = fusion.fuse(rows, plan)
+    subject = frozenset({rows[0].id, rows[1].id})
+    rank.apply(rows, scale, rank.Inputs(plan, request, shape, shape.date, {}, [], subject))
+    assert [c.id.memory_key for c in rank.order(rows)] == ["far-new", "close-old", "other"]

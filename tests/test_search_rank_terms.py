@@ -46,9 +46,12 @@ def test_first_inside_a_compound_word_is_no_chronology_cue(backend, ranker):
     assert all("chronology" not in c and "recency" not in c for c in components(reply).values())
 
 
-@pytest.mark.parametrize("mode", [None, "hybrid"])
+@pytest.mark.parametrize(
+    "mode", [None, "semantic", "rrf", "hybrid", "bm25_hybrid", "lexical", "graph", "temporal", "related"]
+)
 def test_the_latest_deploy_of_a_service_is_served_first(backend, agent, mode):
-    """Forty deploy events: the newest of the service's deploys comes first, whatever else the pool holds."""
+    """Forty deploy events: the newest of the service's deploys comes first, whatever else the pool holds, in every
+    mode: the rows holding every word the question asks about are ordered by date wherever fusion placed them."""
     agent.set(*events.deploys())
     newest = max((e for e in events.deploys() if "billing-service" in e["value"]), key=lambda e: e["valid_at"])
     asked = {"search_mode": mode} if mode else {}

@@ -32,6 +32,10 @@ _RECENCY = re.compile(
     r"(?<![\w-])(latest|current(ly)?|most recent(ly)?|newest|now|these days|recently|last time)(?![\w-])", re.I
 )
 _EARLIEST = re.compile(r"(?<![\w-])(first|earliest|oldest|originally|initially|at first)(?![\w-])", re.I)
+_CUES = re.compile(f"{_RECENCY.pattern}|{_EARLIEST.pattern}", re.I)
+# The cues that ask for an order ("the latest deploy", "the first release"), not for the present ("what is she
+# reading now", "what did he paint recently"): they order every row about the subject by date.
+_ORDINAL = re.compile(r"(?<![\w-])(latest|newest|most recent|first|earliest|oldest)(?![\w-])", re.I)
 _CONTACT = re.compile(
     r"\b(e-?mail|phone|mobile|contact|address|reach (him|her|them)|call (him|her|them)|iban|bank account|"
     r"account number|sort code|routing number)\b",
@@ -94,6 +98,10 @@ class DateCue:
 class QueryShape:
     text: str
     terms: list[str] = field(default_factory=list)  # stemmed content words, in order, unique
+    # The content words less a recency or chronology cue's own ("latest", "first"): what the rows an ordinal cue
+    # orders by date must each hold.
+    subject: list[str] = field(default_factory=list)
+    ordinal: bool = False  # a cue asking for an order: "latest", "newest", "most recent", "first", "earliest"
     all_terms: list[str] = field(default_factory=list)  # stemmed words, stopwords included (BM25)
     identifiers: list[str] = field(default_factory=list)
     path_shaped: bool = False
@@ -110,14 +118,17 @@ def analyse(query: str, anchor: datetime | None = None) -> QueryShape:
     words = text.tokens(query)
     stems = text.stems(words)
     content = [stem for word, stem in zip(words, stems) if word not in STOPWORDS]
+    cues = set(text.stems([word for found in _CUES.finditer(query) for word in text.tokens(found.group())]))
     return QueryShape(
         text=query,
         terms=list(dict.fromkeys(content or stems)),
+        subject=[term for term in dict.fromkeys(content) if term not in cues],
         all_terms=list(dict.fromkeys(stems)),
         identifiers=[match.group() for match in _IDENTIFIER.finditer(query)],
         path_shaped=bool(_PATH.search(query)),
         recency=bool(_RECENCY.search(query)),
         earliest=bool(_EARLIEST.search(query)),
+        ordinal=bool(_ORDINAL.search(query)),
         contact=bool(_CONTACT.search(query)),
         date=resolve_date(query, anchor or datetime.now(UTC)),
         overview=bool(_OVERVIEW.search(query)),

@@ -3,7 +3,9 @@
 Every term has a hard ceiling, so it can reorder near-ties but never lift a
 row over one that is more relevant by more than the sum of the ceilings:
 entity boost 0.5 x share, a recency or chronology cue NEAR_TIE + RECENCY (it
-orders the near-ties by date), the date cue 0.15, the prior group capped at
+orders the near-ties by date; an ordinal cue, "the latest", also the rows holding
+every word the question asks about wherever they ranked: lifted to the top, they
+are what it asks to order, so for them the term has no ceiling), the date cue 0.15, the prior group capped at
 LOOM_MEMORY_PRIOR_CAP, reinforcement at its weight, key match at 0.01 (0.05
 as a boost). Demotions only lower. Pinned is not a term, nor is an exact identifier: a row holding the
 identifier the query names (legs/exact.py) is served before the rest, a tier over the score.
@@ -30,6 +32,9 @@ class Inputs:
     date: DateCue | None  # the date the question is about, if any
     earned: dict[tuple[str, str], float]  # (namespace, key) -> reinforcement earned, 0..1
     query_entities: list[str]  # known entities the query names, lowercased
+    # With a recency or chronology cue: the pool's rows holding every word the question asks about (its subject),
+    # which the cue orders by date wherever fusion placed them.
+    subject_rows: frozenset = frozenset()
 
 
 def entity_boost(wanted: set[str], carried: list[str]) -> float:
@@ -66,7 +71,9 @@ def apply(candidates: list[Candidate], scale: float, inputs: Inputs) -> None:
     newness = _newness(candidates) if plan.recency_pool_weight else {}
     top = max((c.relevance for c in candidates), default=0.0)
     fresh = (
-        _freshness(candidates, top - knobs.NEAR_TIE * scale) if (inputs.shape.recency or inputs.shape.earliest) else {}
+        _freshness(candidates, top - knobs.NEAR_TIE * scale, inputs.subject_rows)
+        if (inputs.shape.recency or inputs.shape.earliest)
+        else {}
     )
     # What every candidate is weighed against, read once (a search ranks a hundred or more).
     named = set(inputs.query_entities) - wanted_entities
@@ -160,10 +167,10 @@ def _days_off(dated: datetime, cue: DateCue) -> float:
     return abs((dated - cue.at).total_seconds()) / 86400
 
 
-def _freshness(candidates: list[Candidate], least: float) -> dict:
-    """Where each near-tie's date (relevance at least `least`) falls between the oldest (0) and the newest (1) of
-    the near-ties."""
-    near = [c for c in candidates if c.relevance >= least]
+def _freshness(candidates: list[Candidate], least: float, subject_rows: frozenset) -> dict:
+    """Where each near-tie's date (relevance at least `least`, or a row holding the question's subject) falls
+    between the oldest (0) and the newest (1) of them."""
+    near = [c for c in candidates if c.relevance >= least or c.id in subject_rows]
     dates = [c.meta["dated_at"] for c in near]
     span = (max(dates) - min(dates)).total_seconds() if dates else 0
     if not span:

@@ -111,7 +111,14 @@ def search(
         earned = usage.earned(ctx.org, {(c.id.namespace, c.id.memory_key) for c in candidates})
     scale = fusion.fuse(candidates, ctx.plan)
     date = ctx.shape.date if ctx.plan.mode != "temporal" else None
-    rank.apply(candidates, scale, rank.Inputs(ctx.plan, request, ctx.shape, date, earned, ctx.entities))
+    subject_rows = frozenset()
+    if ctx.shape.ordinal:  # "the latest", "the first": every row about it, ordered by date
+        ids = [c.id for c in candidates]
+        subject_rows = frozenset(
+            _fail_open("chronology", degraded, lexical_leg.holding_every, ctx, ids, ctx.shape.subject)
+        )
+    inputs = rank.Inputs(ctx.plan, request, ctx.shape, date, earned, ctx.entities, subject_rows)
+    rank.apply(candidates, scale, inputs)
     ranked = rank.order(candidates)
     clock.lap("rank")
     order, notes = ranked, list(ctx.plan.notes)

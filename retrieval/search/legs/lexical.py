@@ -35,9 +35,9 @@ def run(ctx: Context) -> list[Hit]:
     return _sql(ctx, terms)
 
 
-def complete(ctx: Context, ids: list[RowId]) -> list[Hit]:
-    """The signal of these pool rows, for those that hold some of the query's words."""
-    terms = ctx.shape.terms
+def complete(ctx: Context, ids: list[RowId], terms: list[str] | None = None) -> list[Hit]:
+    """The signal of these pool rows, for those that hold some of the query's words (or of `terms`)."""
+    terms = ctx.shape.terms if terms is None else terms
     if not terms or not ids:
         return []
     held = postings.read(ctx, terms, "any")
@@ -45,6 +45,12 @@ def complete(ctx: Context, ids: list[RowId]) -> list[Hit]:
         weigh, total = _weigh(held, len(terms))
         return _hits(postings.scored(held, weigh, ids), total)
     return _sql(ctx, terms, ids)
+
+
+def holding_every(ctx: Context, ids: list[RowId], terms: list[str]) -> set[RowId]:
+    """Those of these pool rows that hold every one of `terms` (a share of 1: a term no row holds counts in the
+    whole, so then none does)."""
+    return {rid for rid, signals, _, _ in complete(ctx, ids, terms) if signals["lexical"] >= 1 - 1e-9}
 
 
 def _sql(ctx: Context, terms: list[str], ids: list[RowId] | None = None) -> list[Hit]:
