@@ -25,6 +25,7 @@ COMPANY_FACTS = [
         ("When was web-app v4.2.3 rolled back?", ["v4.2.3"]),
         ("what happened on 2026-10-11?", []),
         ("what is the refund policy?", []),
+        ("Did Jon say I'm sure I've met Gina?", ["Jon", "Gina"]),  # "I" contracted is no name either
     ],
 )
 def test_the_names_a_question_is_about(query, expected):

@@ -18,7 +18,23 @@ _OPENERS = STOPWORDS | frozenset(
     """is are was were do does did can could would should shall may might must will has have had tell show
     find list give describe name explain summarize summarise please any some all""".split()
 )
-_NOT_NAMES = frozenset({"i", *MONTHS, *WEEKDAYS, *(day + "s" for day in WEEKDAYS)})  # "on Fridays": a date too
+# "I", contracted too ("I'm sure"); months and weekdays ("on Fridays"): a date too.
+_NOT_NAMES = frozenset(
+    {
+        "i",
+        "i'm",
+        "i've",
+        "i'll",
+        "i'd",
+        "i’m",
+        "i’ve",
+        "i’ll",
+        "i’d",
+        *MONTHS,
+        *WEEKDAYS,
+        *(day + "s" for day in WEEKDAYS),
+    }
+)
 _CAPITALISED = re.compile(r"[A-Z][\w&.-]*(?:['’][A-Za-z]+)?")
 _RUN = re.compile(rf"{_CAPITALISED.pattern}(?:\s+{_CAPITALISED.pattern})*")
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
