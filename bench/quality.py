@@ -26,6 +26,10 @@ Reported:
   default search measured again per digest-descent weight, per category and per conversation;
 - `default`: what a request that names no mode gets (LOOM_MEMORY_SEARCH_DEFAULT_MODE
   and _ALPHA of this process: `make run` ships hybrid);
+- the default search per conversation and overall: recall@10 (interval) and @20 of the window, @50 and @100 of the
+  pool as fused (the same search at top_k 100), the abstain rates with intervals on category 0 and on the renamed
+  negatives (category 0 asked again with the borrowed conversation's people renamed to this one's: every name
+  known, only the fact absent), the false-abstain rate, and the p50 latency of a search;
 - with `--eval-sets`: each conversation's questions uploaded as the question set `locomo` of its namespace and run
   by the product's evaluation (retrieval/evaluation, what eval.run and `loom_eval` do) under the same
   configuration as `default` (top_k 20, fast budget): its recall@10 beside this script's, per conversation.
@@ -39,6 +43,7 @@ import math
 import os
 import random
 import re
+import statistics
 import sys
 import time
 from collections import Counter, defaultdict
@@ -72,6 +77,9 @@ from tenancy.roles import Role
 
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+# This script's own category: a cross-conversation negative (category 0) with the borrowed conversation's people
+# renamed to this one's, so every name is known and only the fact is absent.
+RENAMED = 6
 
 
 def scope_for(conv: str) -> Scope:
@@ -127,8 +135,11 @@ class Answers:
     """One configuration's answer to every question: served keys, abstain and its code."""
 
     def __init__(self, name: str, queries: list[dict], run):
-        self.name, self.queries = name, queries
-        self.served = [run(q) for q in queries]
+        self.name, self.queries, self.served, self.ms = name, queries, [], []
+        for q in queries:
+            started = time.perf_counter()
+            self.served.append(run(q))
+            self.ms.append((time.perf_counter() - started) * 1000)
 
     def recall(self, k: int, convs=None) -> list[float]:
         """Per answerable question (categories 1-4, in `convs`): the share of its gold keys in the top k."""
@@ -145,8 +156,18 @@ class Answers:
                 out[q["category"]].append(len(set(q["gold_keys"]) & set(keys[:k])) / len(q["gold_keys"]))
         return {cat: mean(values) for cat, values in out.items()}
 
+    def abstains(self, categories, convs=None) -> list[bool]:
+        return [
+            abstain
+            for q, (_, abstain, _) in zip(self.queries, self.served)
+            if q["category"] in categories and (convs is None or q["conv"] in convs)
+        ]
+
     def abstain_rate(self, categories) -> float:
-        return mean([abstain for q, (_, abstain, _) in zip(self.queries, self.served) if q["category"] in categories])
+        return mean(self.abstains(categories))
+
+    def p50_ms(self, convs=None) -> float:
+        return statistics.median(ms for q, ms in zip(self.queries, self.ms) if convs is None or q["conv"] in convs)
 
     def hit(self, k: int) -> float:
         return mean(
@@ -171,6 +192,33 @@ def interval(values: list[float], resamples: int, seed: int = 7) -> tuple[float,
     rng = random.Random(seed)
     means = sorted(mean(rng.choices(values, k=len(values))) for _ in range(resamples))
     return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def renamed(data: Path, queries: list[dict]) -> list[dict]:
+    """Each category-0 question of `queries` asked again with the speakers of the conversation it was borrowed from
+    renamed to its own conversation's, in the order they first speak (the first to the first). A conversation the
+    split does not hold (conv-41 borrows from conv-42) is known by its questions: its two names they use most."""
+    speakers = defaultdict(list)
+    for m in map(json.loads, (data / "memories.jsonl").open()):
+        if m["speaker"] not in speakers[m["conv"]]:
+            speakers[m["conv"]].append(m["speaker"])
+    negatives = [q for q in queries if q["category"] == 0]
+    for source in {q["borrowed_from"].split(":")[0] for q in negatives} - set(speakers):
+        used = Counter(
+            name
+            for q in negatives
+            if q["borrowed_from"].startswith(f"{source}:")
+            for name in re.findall(r"(?<=\s)[A-Z][a-z]+", q["question"])
+        )
+        speakers[source] = [name for name, _ in used.most_common(2)]
+    out = []
+    for q in negatives:
+        names = dict(zip(speakers[q["borrowed_from"].split(":")[0]], speakers[q["conv"]]))
+        question = re.sub(
+            rf"\b({'|'.join(map(re.escape, names))})\b", lambda found, names=names: names[found[1]], q["question"]
+        )
+        out.append({**q, "qid": f"{q['qid']}:renamed", "question": question, "category": RENAMED})
+    return out
 
 
 def split(data: Path, convs: list[str] | None) -> tuple[list[dict], list[dict]]:
@@ -213,6 +261,7 @@ def main():
     args = parser.parse_args()
     data = Path(args.data)
     memories, queries = split(data, args.convs)
+    queries += renamed(data, queries)
     convs = sorted({q["conv"] for q in queries})
     embedder = get_embedder()
     load(memories)
@@ -220,7 +269,7 @@ def main():
 
     def searcher(**fields):
         def run(q):
-            request = SearchRequest(query=q["question"], top_k=20, retrieval_budget="fast", **fields)
+            request = SearchRequest(query=q["question"], **{"top_k": 20, "retrieval_budget": "fast", **fields})
             result = service.search(scope_for(q["conv"]), request)
             return [hit["memory_key"] for hit in result.hits], result.abstain, result.abstain_code
 
@@ -230,6 +279,7 @@ def main():
         "BM25 reference (Python)", queries, lambda q: (bm25[q["conv"]].search(q["question"], 20), False, None)
     )
     table = [reference, Answers("default", queries, searcher())]
+    pool = Answers("default, top 100", [q for q in queries if q["category"] in CATEGORIES], searcher(top_k=100))
     table += [Answers(mode, queries, searcher(search_mode=mode)) for mode in args.modes]
     by_alpha = {
         alpha: Answers(f"hybrid a={alpha}", queries, searcher(search_mode="hybrid", alpha=alpha))
@@ -294,10 +344,34 @@ def main():
             f"{mean(chosen) / base:>8.2f}{mean(default.recall(10, {held})):>9.3f}{cat0:>9.3f}{false:>9.3f}"
             f"   ({len(held_queries)} questions)"
         )
+    report(convs, default, pool, args.resamples)
     if args.eval_sets:
         through_evaluation(queries, convs, default)
     if args.digests is not None:
         with_digests(data, queries, convs, default, args.digests, args.digest_sessions, searcher, args.resamples)
+
+
+def report(convs: list[str], default: Answers, pool: Answers, resamples: int) -> None:
+    """The default search per conversation (nothing is tuned on it) and overall: recall@10 and @20 of the window,
+    @50 and @100 of the pool as fused (a top-100 search), each abstain rate with its interval, p50 latency."""
+
+    def rate(values: list) -> str:
+        low, high = interval([float(v) for v in values], resamples)
+        return f"{mean(values):.3f} {low:.3f}-{high:.3f}"
+
+    print("\nthe default search per conversation: recall of the window and of the pool, each abstain, latency")
+    print(
+        f"{'conversation':<14}{'R@10':>20}{'R@20':>7}{'pool@50':>9}{'pool@100':>10}{'abstain c0':>20}"
+        f"{'abstain renamed':>20}{'false abstain':>20}{'p50 ms':>8}"
+    )
+    for conv in [*convs, None]:
+        within = None if conv is None else {conv}
+        print(
+            f"{conv or 'all':<14}{rate(default.recall(10, within)):>20}{mean(default.recall(20, within)):>7.3f}"
+            f"{mean(pool.recall(50, within)):>9.3f}{mean(pool.recall(100, within)):>10.3f}"
+            f"{rate(default.abstains({0}, within)):>20}{rate(default.abstains({RENAMED}, within)):>20}"
+            f"{rate(default.abstains(set(CATEGORIES), within)):>20}{default.p50_ms(within):>8.1f}"
+        )
 
 
 def through_evaluation(queries, convs, default: "Answers") -> None:
