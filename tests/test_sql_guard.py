@@ -20,6 +20,7 @@ REVIEWED = {
     ("retrieval/search/legs/__init__.py", "column"),  # ...and their column names
     ("retrieval/search/legs/__init__.py", "condition"),  # ...and their extra conditions, constants
     ("retrieval/search/legs/digests.py", "narrowing"),  # column names from _DIGEST_FILTERS, values bound
+    ("retrieval/search/legs/lexical.py", "only"),  # the pool's ids as a condition, the ids bound
     ("retrieval/store/reads.py", "table"),  # side_tables_held(), live_side(): table names come from SIDE_KEYS only
     ("retrieval/store/reads.py", "column"),  # live_side(): the side table's key column, from SIDE_KEYS
     ("retrieval/store/reads.py", "direction"),  # "ASC" or "DESC"
