@@ -195,10 +195,10 @@ def interval(values: list[float], resamples: int, seed: int = 7) -> tuple[float,
 
 
 def renamed(data: Path, queries: list[dict]) -> list[dict]:
-    """Each category-0 question of `queries` that names where it was borrowed from (`borrowed_from`, as the dev
-    split's do), asked again with the speakers of the conversation it was borrowed from
-    renamed to its own conversation's, in the order they first speak (the first to the first). A conversation the
-    split does not hold (conv-41 borrows from conv-42) is known by its questions: its two names they use most."""
+    """Each category-0 question of `queries` that says where it was borrowed from (`borrowed_from`, as the dev
+    split's do), asked again with that conversation's speakers renamed to its own conversation's, in the order they
+    first speak (the first to the first). A conversation the split does not hold (conv-41 borrows from conv-42) is
+    known by its questions: its two names they use most."""
     speakers = defaultdict(list)
     for m in map(json.loads, (data / "memories.jsonl").open()):
         if m["speaker"] not in speakers[m["conv"]]:
