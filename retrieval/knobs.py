@@ -345,6 +345,14 @@ JUDGED_POOL = _knob(
     "verdict",
     "separation is read over this many most similar rows: the smallest pool a search reads",
 )
+CONTENT_ABSENT_WORDS = _knob(
+    "CONTENT_ABSENT_WORDS",
+    2,
+    "verdict",
+    "a question with this many content words no memory holds, on a weak pass (under the query_rewrite gate), "
+    "abstains content_absent; one such word raises retrieval_risk a grade",
+    minimum=1,
+)
 RISK_LOW = _knob("RISK_LOW", 0.66, "verdict", "retrieval_confidence at or over this is risk low")
 RISK_MEDIUM = _knob("RISK_MEDIUM", 0.33, "verdict", "...at or over this medium, under it high")
 _knob(

@@ -109,6 +109,22 @@ def test_verdict_codes_in_order():
     assert abstain.judge(rows, rows, GATES, [], mentions.Check(["Gina", "Jon"], ["Jon"])).abstain is False
     weak = [candidate("a", 0.25)]
     assert abstain.judge(weak, weak, GATES, [], mentions.Check()).code == "below_threshold"
+    unstated = mentions.Check(["Gina"], ["Gina"], ["dessert", "recipe"], [])
+    assert abstain.judge(weak, weak, GATES, [], unstated).code == "below_threshold"  # the spec's code, where it fits
+    weak_pass = [candidate("a", 0.35)]  # over the abstain gate (0.30), under the weak-pass one (query_rewrite 0.38)
+    assert abstain.judge(weak_pass, weak_pass, GATES, [], unstated).code == "content_absent"
+    assert abstain.judge(rows, rows, GATES, [], unstated).abstain is False  # a strong pass may say it in other words
+
+
+def test_a_word_no_memory_holds_costs_the_risk_a_grade():
+    rows = [candidate("a", 0.9)] + [candidate(f"n{i}", 0.2) for i in range(9)]
+    held = mentions.Check([], [], ["dessert", "recipe"], ["dessert", "recipe"])
+    one = mentions.Check([], [], ["dessert", "recipe"], ["recipe"])
+    two = mentions.Check([], [], ["dessert", "recipe"], [])
+    risks = [abstain.judge(rows, rows, GATES, [], check).risk for check in (held, one, two)]
+    assert risks == ["low", "medium", "medium"]  # two on a strong pass: served, a grade worse as one
+    flat = [candidate(f"f{i}", 0.4) for i in range(10)]  # high already: a grade worse is still high
+    assert [abstain.judge(flat, flat, GATES, [], check).risk for check in (held, one)] == ["high", "high"]
 
 
 @pytest.mark.parametrize(

@@ -111,6 +111,14 @@ def test_the_keyword_matches_are_the_rows_holding_the_querys_words(backend, alic
     assert '<code>lunch</code> <span class="score">2 of 2 words' in asked and "deploy.window" not in asked
 
 
+def test_the_words_no_memory_holds_are_named(backend, alice, filled):
+    page = operator_of(alice).get("/recall", {"query": "soup with croutons on fridays"}).content.decode()
+    section = page.split('aria-label="Keyword matches"')[1].split("</section>")[0]
+    assert "held by no memory:" in section and "<code>croutons</code>" in section and "<code>soup</code>" not in section
+    whole = operator_of(alice).get("/recall", {"query": "soup on fridays"}).content.decode()
+    assert "held by no memory" not in whole
+
+
 def test_an_htmx_search_gets_the_results_partial_only(backend, alice, filled):
     response = operator_of(alice).get("/recall", {"query": "soup"}, HTTP_HX_REQUEST="true")
     page = response.content.decode()

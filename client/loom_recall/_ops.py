@@ -1200,6 +1200,8 @@ class SearchTraceOut(TypedDict):
     query_spellings_skipped: bool
     names_checked: list[str]
     names_found: list[str]
+    words_checked: list[str]
+    words_absent: list[str]
     latency_ms: float
 
 

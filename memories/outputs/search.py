@@ -110,7 +110,9 @@ class SearchOut(serializers.Serializer):
         help_text="query_spellings (query words embedded as the namespace's rows spell them: as typed -> as "
         "spelled), query_spellings_skipped (the lookup failed, timed out or backs off: embedded as typed), "
         "names_checked (the names the query is about) and names_found (those a live row mentions: when it names "
-        "some and finds none, the search abstains with entity_absent), fallback (the weak-pass fallback's "
+        "some and finds none, the search abstains with entity_absent), words_checked (what the query asks about "
+        "beyond its names: its content words) and words_absent (those no live row holds: two or more on a weak "
+        "pass, the search abstains with content_absent; one raises retrieval_risk a grade), fallback (the weak-pass fallback's "
         "rounds, LLM calls, and why it did not run), retrieval_cost_estimate, and vector_read (clickhouse, mirror, "
         "codes or bits: how the vector leg read)."
     )
@@ -259,6 +261,12 @@ class SearchTraceOut(serializers.Serializer):
     names_checked = serializers.ListField(child=serializers.CharField(), help_text="The names the query is about.")
     names_found = serializers.ListField(
         child=serializers.CharField(), help_text="Those a live row mentions; none of several: entity_absent."
+    )
+    words_checked = serializers.ListField(
+        child=serializers.CharField(), help_text="What the query asks about beyond its names: its content words."
+    )
+    words_absent = serializers.ListField(
+        child=serializers.CharField(), help_text="Those no live row holds: content_absent's evidence."
     )
     latency_ms = serializers.FloatField()
 

@@ -4,6 +4,7 @@ Deterministic reads of the query text that planning and ranking act on. No
 model is asked.
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -64,6 +65,20 @@ INTENT_WORDS = frozenset(
     "how many much often number count times time long ago since days weeks months years "
     "total altogether combined overall sum spend spent hours minutes dollars miles".split()
 )
+
+# Words that say how a question asks, not what it asks about ("what kind of", "did she mention", "would he
+# consider"): a memory that answers it need not hold them.
+FRAME_WORDS = frozenset(
+    """kind kinds type types sort sorts name names mention mentioned mentions say said says talk talked tell told
+    describe described share shared think thought specific particular consider considered according regarding
+    reason reasons general common multiple item items thing things something anything one ones some any other
+    others another both either each every all way ways part whether might may likely should also still ever never
+    really just even besides apart between towards toward during after before seem seems seemed get got make made
+    go went come came take took give gave know knew""".split()
+)
+# A word's stem is cut back to no fewer letters than this (and no less than ASKED_SHARE of it) to find its row:
+# the stemmer leaves derivations whole, so a row saying "mentor" holds a question's "mentorship".
+ASKED_STEM_MIN, ASKED_SHARE = 6, 0.6
 
 MONTHS = tuple("january february march april may june july august september october november december".split())
 WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
@@ -176,3 +191,24 @@ def _cue(year: int, month: int, day: int, window: float, said: str) -> DateCue |
         return DateCue(datetime.combine(date(year, month, day), datetime.min.time(), UTC), window, said)
     except ValueError:
         return None
+
+
+def asked_words(query: str, names: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """What the query asks about beyond its names: its content words (not stopwords, frame or asking words, dates,
+    numbers or the names' own words), each with the stems a row holding it may be stored under, its own first.
+    The `content_absent` verdict reads which of them no memory holds (retrieval/search/mentions.py)."""
+    skip = STOPWORDS | FRAME_WORDS | INTENT_WORDS | set(MONTHS) | set(WEEKDAYS)
+    skip |= {word for name in names for word in text.tokens(name)}
+    words = [
+        word
+        for word in dict.fromkeys(text.tokens(query))
+        if len(word) > 2 and word not in skip and not any(char.isdigit() for char in word)
+    ]
+    asked, seen = [], set()
+    for word, stem in zip(words, text.stems(words)):
+        if stem in seen:  # "paint" and "painting": one word to look up
+            continue
+        seen.add(stem)
+        cut = range(len(stem) - 1, max(ASKED_STEM_MIN, math.ceil(ASKED_SHARE * len(stem))) - 1, -1)
+        asked.append((word, (stem, *(stem[:end] for end in cut))))
+    return asked

@@ -9,6 +9,10 @@ pool is noise, however high its top. Those rows are the same whatever `top_k`
 asks for (every pool holds at least the vector leg's knobs.POOL_MIN
 best), so under `pool` the verdict does not move with the window's size; rank 1
 can (a wider pool brings other rows into fusion).
+
+Names known, fact absent: a question whose content words no memory holds (at least
+knobs.CONTENT_ABSENT_WORDS of them, mentions.Check.words_absent) while its nearest rows are
+a weak pass abstains `content_absent`; a single such word only raises retrieval_risk.
 """
 
 import statistics
@@ -20,6 +24,8 @@ from retrieval import knobs
 from retrieval.gates.thresholds import Gates
 from retrieval.search.mentions import Check
 from retrieval.search.pool import Candidate
+
+RISKS = ("low", "medium", "high")
 
 
 @dataclass
@@ -66,13 +72,21 @@ def judge(
     if top < gates.abstain:
         reason = f"the best hit's similarity {top:.3f} is under the abstain threshold {gates.abstain:.3f}"
         return Verdict(True, "below_threshold", reason, confidence, "abstain", top)
+    absent = names.words_absent if names is not None else []
+    if len(absent) >= knobs.CONTENT_ABSENT_WORDS and top < gates.query_rewrite:
+        reason = (
+            f"the question asks about {', '.join(absent)}: no memory holds them, and the best hit's similarity "
+            f"{top:.3f} is under the weak-pass gate {gates.query_rewrite:.3f}"
+        )
+        return Verdict(True, "content_absent", reason, confidence, "abstain", top)
     if confidence < settings.LOOM_MEMORY_SEARCH_MIN_CONFIDENCE:
         reason = (
             f"the best hit ({top:.3f}) does not stand out of the pool: calibrated confidence {confidence:.3f} "
             f"is under {settings.LOOM_MEMORY_SEARCH_MIN_CONFIDENCE:.3f}"
         )
         return Verdict(True, "low_calibrated_confidence", reason, confidence, "abstain", top)
-    risk = "low" if confidence >= knobs.RISK_LOW else "medium" if confidence >= knobs.RISK_MEDIUM else "high"
+    grade = 0 if confidence >= knobs.RISK_LOW else 1 if confidence >= knobs.RISK_MEDIUM else 2
+    risk = RISKS[min(grade + bool(absent), 2)]  # a word the question asks about that no memory holds: a grade worse
     return Verdict(False, None, None, confidence, risk, top)
 
 

@@ -308,8 +308,8 @@ def _prepare(scope: Scope, request: SearchRequest, clock: _Clock) -> _Prepared:
         log.warning("entity check failed: %s", exc)
         checked = mentions.Check()
         degraded.append("entity_check")
-    if checked.absent and like:  # a known entity, in other words: the question is about something memory holds
-        checked = mentions.Check(checked.names, like)
+    if like:  # an entity summary reads like the question: what it names and asks about is in memory, in other words
+        checked = replace(checked, found=like if checked.absent else checked.found, held=checked.words)
     clock.lap("prepare")
     return _Prepared(ctx, gates, floor, missing, checked, skipped, config, degraded, cosine, work, estimate)
 
@@ -325,8 +325,14 @@ def _fail_open(name: str, degraded: list[str], read, *args) -> list:
 
 
 def _names_work(checked: mentions.Check) -> dict:
-    """`retrieval_work`'s account of the entity check: the names read from the query and those found."""
-    return {"names_checked": checked.names, "names_found": checked.found}
+    """`retrieval_work`'s account of the check: the names read from the query and those found, the words it asks
+    about beyond them and those no memory holds (the evidence of entity_absent and content_absent)."""
+    return {
+        "names_checked": checked.names,
+        "names_found": checked.found,
+        "words_checked": checked.words,
+        "words_absent": checked.words_absent,
+    }
 
 
 # After an embed of the query timed out, the next try gets this long: time for an embedding-cache hit, so a hung
