@@ -120,7 +120,7 @@ def _in_clickhouse(
           AND term IN {single_terms:Array(String)} AND status = 'active'
         LIMIT 1 BY term
         UNION ALL
-        SELECT 'name' AS kind, toString({multi_at:Array(UInt32)}[n]) AS what
+        SELECT DISTINCT 'name' AS kind, toString({multi_at:Array(UInt32)}[n]) AS what
         FROM (
             SELECT groupUniqArray(term) AS held FROM memory_terms FINAL
             WHERE org = {org:String} AND namespace IN {namespaces:Array(String)} AND field IN ('value', 'key')
