@@ -60,6 +60,19 @@ def test_the_first_search_without_a_calibration_probes_in_the_background(local_e
     assert agent.search("hello").json["thresholds"]["tier"] == "cluster"
 
 
+def test_a_starting_server_probes_before_it_serves(local_embedder, agent):
+    """The boot probe (loom_site/wsgi.py): the first search of a fresh deployment judges by the model's gates."""
+    from retrieval.gates import thresholds
+
+    thresholds.probe_at_boot()
+    stored = calibration.stored("local:minilm")
+    assert stored is not None and stored.source == "boot"
+    first = agent.search("hello").json["thresholds"]
+    assert (first["tier"], first["calibration_hash"]) == ("cluster", stored.calibration_hash)
+    thresholds.probe_at_boot()  # the next start finds it stored: no second probe
+    assert calibration.stored("local:minilm").created_at == stored.created_at
+
+
 def test_a_namespace_calibration_overrides_the_cluster(local_embedder, agent, alice, call):
     call_command("recalibrate")
     similar = [list(pair) for pair in probe_corpora.QUESTION_FACT[:6]]

@@ -163,7 +163,7 @@ def test_make_run_serves_and_the_printed_token_sets_and_gets(tmp_path):
     try:
         token = printed_token(log)
         steps = tour()
-        assert len(steps) == 9
+        assert len(steps) == 10
         for command, shown in steps:
             output = paste(command, base, token)
             assert shows(output, shown), (command, output[:2000])

@@ -4,9 +4,9 @@ Tiers, most specific first: a namespace's own calibration (cached 60 s), the
 cluster calibration of the live embedder (re-read every minute), the scalar
 settings. Fake embedders, and
 LOOM_ADAPTIVE_THRESHOLDS=false, always get the scalars. When the live model
-has no calibration yet, the first search starts its probe in the background
-(the boot probe) and is served the scalars meanwhile; a failed probe or read
-never fails a search.
+has no calibration yet, the server probes it as it starts (the boot probe,
+`probe_at_boot`), else the first search starts the probe in the background and
+is served the scalars meanwhile; a failed probe or read never fails a search.
 """
 
 import logging
@@ -153,6 +153,7 @@ def _gates(tier: str, found: calibration.Calibration, below: Gates | None = None
     )
 
 
+BOOT_PROBE_WAIT_S = 10.0  # how long a starting server waits for its embedder's first calibration
 _namespace_copies = TtlCache(NAMESPACE_CACHE_SECONDS)
 _cluster_copies = TtlCache(REFRESH_SECONDS)
 _probed_at: dict[tuple[str, str], float] = {}
@@ -169,6 +170,25 @@ def _cluster(model: str) -> calibration.Calibration | None:
                 _probed_at[(target, model)] = time.monotonic()  # a failed probe tries again a refresh later
                 threading.Thread(target=_boot_probe, args=(target,), name="loom-calibration", daemon=True).start()
     return found
+
+
+def probe_at_boot(wait_s: float = BOOT_PROBE_WAIT_S) -> None:
+    """The boot probe, run as a server process starts: with a real embedder and no calibration stored, its first
+    search judges by the model's own gates, not the scalars (the local model loads and probes in under two
+    seconds). A probe that takes longer than `wait_s` (a provider slow to answer) goes on in the background, and
+    searches get the scalars until it publishes, as they would without it."""
+    try:
+        model = get_embedder().model_name
+    except Exception as exc:  # the server still starts: health names the embedder's problem, searches say it
+        log.warning("boot probe skipped: the embedder did not load: %s", exc)
+        return
+    if not adaptive(model):
+        return
+    with _lock:
+        _probed_at[(clickhouse.target(), model)] = time.monotonic()  # searches meanwhile do not start another
+    probe = threading.Thread(target=_boot_probe, args=(clickhouse.target(),), name="loom-calibration", daemon=True)
+    probe.start()
+    probe.join(wait_s)
 
 
 def _boot_probe(target: str) -> None:
