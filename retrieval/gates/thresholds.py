@@ -164,12 +164,21 @@ def _cluster(model: str) -> calibration.Calibration | None:
     target = clickhouse.target()
     found = _cluster_copies.get((target, model), lambda: calibration.stored(model))
     if found is None and model == get_embedder().model_name:
-        with _lock:
-            last = _probed_at.get((target, model))
-            if last is None or time.monotonic() - last >= REFRESH_SECONDS:
-                _probed_at[(target, model)] = time.monotonic()  # a failed probe tries again a refresh later
-                threading.Thread(target=_boot_probe, args=(target,), name="loom-calibration", daemon=True).start()
+        _start_probe(target, model)
     return found
+
+
+def _start_probe(target: str, model: str) -> threading.Thread | None:
+    """The boot probe, started in the background unless one started less than a refresh ago (a failed probe tries
+    again a refresh later)."""
+    with _lock:
+        last = _probed_at.get((target, model))
+        if last is not None and time.monotonic() - last < REFRESH_SECONDS:
+            return None
+        _probed_at[(target, model)] = time.monotonic()
+    probe = threading.Thread(target=_boot_probe, args=(target,), name="loom-calibration", daemon=True)
+    probe.start()
+    return probe
 
 
 def probe_at_boot(wait_s: float = BOOT_PROBE_WAIT_S) -> None:
@@ -182,13 +191,8 @@ def probe_at_boot(wait_s: float = BOOT_PROBE_WAIT_S) -> None:
     except Exception as exc:  # the server still starts: health names the embedder's problem, searches say it
         log.warning("boot probe skipped: the embedder did not load: %s", exc)
         return
-    if not adaptive(model):
-        return
-    with _lock:
-        _probed_at[(clickhouse.target(), model)] = time.monotonic()  # searches meanwhile do not start another
-    probe = threading.Thread(target=_boot_probe, args=(clickhouse.target(),), name="loom-calibration", daemon=True)
-    probe.start()
-    probe.join(wait_s)
+    if adaptive(model) and (probe := _start_probe(clickhouse.target(), model)) is not None:
+        probe.join(wait_s)
 
 
 def _boot_probe(target: str) -> None:
