@@ -83,6 +83,7 @@ ASKED_STEM_MIN, ASKED_SHARE = 6, 0.6
 MONTHS = tuple("january february march april may june july august september october november december".split())
 WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
 _MONTHS = {month: number for number, month in enumerate(MONTHS, 1)}
+_NOT_ASKED = STOPWORDS | FRAME_WORDS | INTENT_WORDS | frozenset(MONTHS) | frozenset(WEEKDAYS)  # (asked_words)
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(\d{{4}})\b", re.I)
@@ -197,8 +198,7 @@ def asked_words(query: str, names: list[str]) -> list[tuple[str, tuple[str, ...]
     """What the query asks about beyond its names: its content words (not stopwords, frame or asking words, dates,
     numbers or the names' own words), each with the stems a row holding it may be stored under, its own first.
     The `content_absent` verdict reads which of them no memory holds (retrieval/search/mentions.py)."""
-    skip = STOPWORDS | FRAME_WORDS | INTENT_WORDS | set(MONTHS) | set(WEEKDAYS)
-    skip |= {word for name in names for word in text.tokens(name)}
+    skip = _NOT_ASKED | {word for name in names for word in text.tokens(name)}
     words = [
         word
         for word in dict.fromkeys(text.tokens(query))
